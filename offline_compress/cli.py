@@ -1,0 +1,138 @@
+"""``offline-compress``: count / check / compress (and eval / bench) on history files or stdin, JSON out.
+
+Errors in the input or the model files print one line to stderr and exit with status 2; nothing is written."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .errors import OfflineCompressError
+
+
+def _progress(message: str) -> None:
+    print(f"offline-compress: {message}", file=sys.stderr, flush=True)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write to a temporary file beside ``path`` and rename it: never a half-written output."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _emit(document: Any, out: str | None) -> None:
+    text = document if isinstance(document, str) else json.dumps(document, ensure_ascii=False)
+    if out:
+        write_atomic(Path(out), text + "\n")
+    else:
+        sys.stdout.write(text + "\n")
+
+
+def _load(args: argparse.Namespace):
+    from .formats import load_history
+
+    return load_history(args.file, args.format)
+
+
+def cmd_count(args: argparse.Namespace) -> int:
+    from .tokens import TokenCounter
+
+    messages = _load(args)
+    counter = TokenCounter.for_target(args.tokenizer) if args.tokenizer else TokenCounter.for_target(None)
+    _emit({"tokens": counter.count(messages), "messages": len(messages)}, None)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .tokens import TokenCounter
+    from .trigger import evaluate_compression
+
+    messages = _load(args)
+    counter = TokenCounter.for_target(args.tokenizer)
+    decision = evaluate_compression(messages, args.context, args.turns_since, counter=counter)
+    _emit(decision.model_dump(mode="json"), None)
+    return 0
+
+
+def cmd_compress(args: argparse.Namespace) -> int:
+    from .compressor import Compressor
+
+    messages = _load(args)
+    _progress(f"read {len(messages)} messages from {args.file}")
+    start = time.perf_counter()
+    _progress("loading the model and compiling the grammar (once per process)")
+    compressor = Compressor(args.model, keep_last=args.keep_last, max_tokens=args.max_tokens, n_threads=args.threads)
+    _progress(f"model ready in {time.perf_counter() - start:.1f} s ({compressor.backend.n_threads} threads); compressing")
+    result = compressor.compress_detailed(messages)
+    s = result.stats
+    _progress(
+        f"compressed {s.messages_compressed} of {s.messages_in} messages in {s.total_seconds:.1f} s "
+        f"(prompt {s.prompt_tokens} tokens, generated {s.generated_tokens}; groundedness "
+        f"{result.grounding.groundedness:.0%}, {len(result.grounding.dropped)} unsupported items dropped)"
+    )
+    _emit(result.context.to_json(), args.output)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="offline-compress", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def history_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("file", help="history file (JSON list, JSONL, {messages: [...]}, or an agent's format); - for stdin")
+        p.add_argument("--format", default="auto", help="auto (default), openai, mini-swe-agent, swe-agent, openhands, aider")
+
+    p = sub.add_parser("count", help="exact token count of a history as the target model sees it")
+    history_args(p)
+    p.add_argument("--tokenizer", help="target tokenizer: tokenizer.json, a Hugging Face model folder, or a .gguf (default: the embedded Gemma)")
+    p.set_defaults(func=cmd_count)
+
+    p = sub.add_parser("check", help="would the trigger compress this history now?")
+    history_args(p)
+    p.add_argument("--context", type=int, required=True, help="the target model's context window in tokens")
+    p.add_argument("--turns-since", type=int, default=0, help="turns since the last compression")
+    p.add_argument("--tokenizer", help="target tokenizer (as for count)")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("compress", help="summarise all but the last messages into a CompressedContext (JSON)")
+    history_args(p)
+    p.add_argument("-o", "--output", help="write the JSON here (atomically) instead of stdout")
+    p.add_argument("--model", help="manifest name or .gguf path of the compressor model (default: the embedded Gemma)")
+    p.add_argument("--keep-last", type=int, default=5, help="messages kept out of the summary (default 5)")
+    p.add_argument("--max-tokens", type=int, default=2048, help="output token budget of the model (default 2048)")
+    p.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the cores available)")
+    p.set_defaults(func=cmd_compress)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "context", 1) is not None and getattr(args, "context", 1) <= 0:
+        print("offline-compress: error: --context must be a positive number of tokens", file=sys.stderr)
+        return 2
+    try:
+        return args.func(args)
+    except (OfflineCompressError, ValueError) as err:
+        print(f"offline-compress: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,291 @@
+"""The compressor: history in, ``CompressedContext`` out.
+
+    cut -> extract (exact facts, no model) -> digest -> model draft (grammar-constrained, temperature 0)
+        -> ground (drop what the source does not support) -> merge (previous summary + facts + draft) -> redact
+
+Build a ``Compressor`` once (it loads the model and compiles the grammar) and call it many times, as with an
+Outlines ``Generator``. ``compress_context`` does the same with a shared default compressor.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from . import schema as S
+from .backend import LlamaCppBackend
+from .cut import cut_index
+from .draft import NARRATIVE_MAX_CHARS, Draft, DraftTaskState, draft_json_schema, worst_case_tokens
+from .errors import EmptyHistoryError
+from .extract import Facts, extract_facts
+from .ground import GroundingReport, SourceIndex, grounded_sentences, keep_grounded
+from .messages import Message, as_messages
+from .model_files import resolve_model
+from .prompt import closing, digest, fixed_prefix
+from .redact import redact
+
+DEFAULT_MAX_TOKENS = 2048
+DEFAULT_KEEP_LAST = 5
+RECENT_CHARS = 200
+SUMMARY_PREFIX = "[CONTEXT_SUMMARY]\n"
+
+
+def summary_message(context: S.CompressedContext) -> dict[str, str]:
+    """The system message that stands for the compressed part of a history."""
+    return {"role": "system", "content": SUMMARY_PREFIX + context.to_json()}
+
+
+def split_previous_summary(messages: Sequence[Message]) -> tuple[S.CompressedContext | None, int]:
+    """A history that starts with our summary message: (that summary, 1); otherwise (None, 0)."""
+    if messages and messages[0].role == "system" and messages[0].text.startswith(SUMMARY_PREFIX):
+        try:
+            return S.CompressedContext.model_validate_json(messages[0].text[len(SUMMARY_PREFIX):]), 1
+        except ValidationError:
+            return None, 0
+    return None, 0
+
+
+class CompressionStats(BaseModel):
+    """Measurements of one compression (for metrics, the eval and the benchmark)."""
+
+    messages_in: int
+    messages_compressed: int
+    prompt_tokens: int = 0
+    prefix_tokens: int = 0
+    prefix_cached: bool = False
+    generated_tokens: int = 0
+    prompt_seconds: float = 0.0
+    model_seconds: float = 0.0
+    total_seconds: float = 0.0
+    draft_valid: bool = True
+    clipped_items: int = 0
+
+
+class CompressionResult(BaseModel):
+    context: S.CompressedContext
+    facts: Facts
+    grounding: GroundingReport
+    stats: CompressionStats
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _unique(items: Sequence[Any]) -> list[Any]:
+    seen: set[Any] = set()
+    out = []
+    for item in items:
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
+def recent_lines(recent: Sequence[Message]) -> str:
+    """``[role] first 200 chars`` for each kept message, as the summary's tail of the narrative."""
+    return "\n".join(f"[{m.role}] {redact(' '.join(m.text.split()))[:RECENT_CHARS]}" for m in recent)
+
+
+def _bounded(items: list[Any], limit: int, stats: CompressionStats) -> list[Any]:
+    """Keep the newest ``limit`` items; count what had to go so it is never dropped silently."""
+    if len(items) > limit:
+        stats.clipped_items += len(items) - limit
+        return items[-limit:]
+    return items
+
+
+def merge(
+    facts: Facts,
+    draft: Draft,
+    recent: Sequence[Message],
+    index: SourceIndex,
+    report: GroundingReport,
+    stats: CompressionStats,
+    previous: S.CompressedContext | None = None,
+) -> S.CompressedContext:
+    """Assemble the document: exact facts as they are, model items only where grounded, the previous
+    summary's items first (a later compaction adds, it does not forget)."""
+    prev = previous or S.CompressedContext()
+    constraints = _unique(list(prev.user_constraints) + [redact(c.text) for c in facts.constraint_candidates])
+    constraints = [c for c in constraints if len(c) <= S.MAX_CONSTRAINT_CHARS]
+
+    decisions = list(prev.decisions)
+    for d in draft.decisions:
+        if keep_grounded([d.decision], index, report):
+            rationale = keep_grounded([d.rationale], index, report)
+            decisions.append(S.Decision(decision=redact(d.decision), rationale=redact(rationale[0]) if rationale else ""))
+    failed = list(prev.failed_attempts) + [
+        S.FailedAttempt(
+            approach=_clip(redact(" ".join(f.approach.split())), S.MAX_ITEM_CHARS),
+            reason_failed=_clip(redact(" ".join(f.reason_failed.split())), S.MAX_ITEM_CHARS),
+        )
+        for f in facts.failed_attempts
+    ]
+    calls = list(prev.tool_calls_summary) + [
+        S.ToolCallSummary(
+            tool=_clip(e.tool, S.MAX_TOOL_CHARS),
+            target=_clip(redact(" ".join(e.target.split())), S.MAX_TARGET_CHARS),
+            outcome=e.outcome or "partial",  # a call never answered (e.g. the final submit) did not complete
+        )
+        for e in facts.tool_events
+    ]
+    state = draft.task_state
+    completed = list(prev.task_state.completed) + [_clip(f"changed {path}", S.MAX_ITEM_CHARS) for path in facts.files_changed]
+    completed += [redact(x) for x in keep_grounded(state.completed, index, report)]
+    remaining = list(prev.task_state.remaining) + [redact(x) for x in keep_grounded(state.remaining, index, report)]
+    blockers = list(prev.task_state.blockers) + [redact(x) for x in keep_grounded(state.blockers, index, report)]
+
+    narrative = redact(grounded_sentences(draft.recent_narrative, index, report, NARRATIVE_MAX_CHARS))
+    tail = recent_lines(recent)
+    full_narrative = "\n".join(part for part in (narrative, tail) if part)
+    return S.CompressedContext(
+        user_constraints=_bounded(constraints, S.MAX_CONSTRAINTS, stats),
+        decisions=_bounded(_unique(decisions), S.MAX_DECISIONS, stats),
+        failed_attempts=_bounded(_unique(failed), S.MAX_FAILED, stats),
+        tool_calls_summary=_bounded(_unique(calls), S.MAX_TOOL_CALLS, stats),
+        recent_narrative=_clip(full_narrative, S.MAX_NARRATIVE_CHARS),
+        task_state=S.TaskState(
+            completed=_bounded(_unique(completed), S.MAX_STATE_ITEMS, stats),
+            remaining=_bounded(_unique(remaining), S.MAX_STATE_ITEMS, stats),
+            blockers=_bounded(_unique(blockers), S.MAX_STATE_ITEMS, stats),
+        ),
+    )
+
+
+EMPTY_DRAFT = Draft(recent_narrative="The agent ", decisions=[], task_state=DraftTaskState(completed=[], remaining=[], blockers=[]))
+
+
+class Compressor:
+    """Loads the model and compiles the draft grammar once; ``compress`` may then be called many times."""
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        keep_last: int = DEFAULT_KEEP_LAST,
+        n_ctx: int = 8192,
+        prompt_budget: int = 1536,
+        n_threads: int | None = None,
+        n_gpu_layers: int = 0,
+        repeat_penalty: float = 1.3,
+        verify_model: bool = True,
+        backend: LlamaCppBackend | None = None,
+    ) -> None:
+        self.schema = draft_json_schema()
+        worst = worst_case_tokens(self.schema)
+        if worst > max_tokens:
+            raise ValueError(f"max_tokens={max_tokens} is below the largest valid draft ({worst} tokens)")
+        self.max_tokens = max_tokens
+        self.keep_last = keep_last
+        self.prompt_budget = prompt_budget
+        self.repeat_penalty = repeat_penalty
+        self.backend = backend or LlamaCppBackend(
+            resolve_model(model, verify=verify_model), n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers
+        )
+        self.instruct = self.backend.chat_template is not None
+        self.prefix = fixed_prefix(self.instruct)
+        self._lock = threading.Lock()  # one llama.cpp context: one generation at a time
+        room = self.backend.n_ctx - self.max_tokens - self.backend.count(self.prefix) - 64
+        if room < 256:
+            raise ValueError(f"n_ctx={self.backend.n_ctx} leaves no room for a prompt after max_tokens={max_tokens}")
+        self.prompt_budget = min(self.prompt_budget, room)
+
+    def compress(
+        self,
+        messages: Sequence[Message | Mapping[str, Any]],
+        *,
+        keep_last: int | None = None,
+        previous: S.CompressedContext | None = None,
+    ) -> S.CompressedContext:
+        return self.compress_detailed(messages, keep_last=keep_last, previous=previous).context
+
+    __call__ = compress
+
+    def compress_detailed(
+        self,
+        messages: Sequence[Message | Mapping[str, Any]],
+        *,
+        keep_last: int | None = None,
+        previous: S.CompressedContext | None = None,
+    ) -> CompressionResult:
+        start = time.perf_counter()
+        parsed = as_messages(messages)
+        keep = self.keep_last if keep_last is None else keep_last
+        cut = cut_index(parsed, keep)
+        if cut == 0:
+            raise EmptyHistoryError(
+                f"nothing to compress: the history has {len(parsed)} messages and the last {keep} "
+                "(with any tool results they need) are kept as they are"
+            )
+        embedded, skip = split_previous_summary(parsed)
+        previous = previous or embedded
+        target, recent = parsed[skip:cut], parsed[cut:]
+        if not target:
+            raise EmptyHistoryError("nothing to compress: only the previous summary precedes the kept messages")
+        facts = extract_facts(target)
+        stats = CompressionStats(messages_in=len(parsed), messages_compressed=cut)
+        suffix = digest(
+            target,
+            facts,
+            budget_tokens=self.prompt_budget,
+            count_tokens=self.backend.count,
+            previous_narrative=previous.recent_narrative if previous else "",
+        ) + closing(self.instruct)
+        with self._lock:
+            generation = self.backend.generate_json(
+                self.prefix, suffix, self.schema, self.max_tokens, self.repeat_penalty
+            )
+        try:
+            draft = Draft.model_validate_json(generation.text)
+        except ValidationError:
+            # Bounds make this unreachable in practice; if it ever happens the facts still stand on their own.
+            draft, stats.draft_valid = EMPTY_DRAFT, False
+        stats.prompt_tokens = generation.prompt_tokens
+        stats.prefix_tokens = generation.prefix_tokens
+        stats.prefix_cached = generation.prefix_cached
+        stats.generated_tokens = generation.generated_tokens
+        stats.prompt_seconds = generation.prompt_seconds
+        stats.model_seconds = generation.total_seconds
+        sources = [m.text for m in target] + [c.function.arguments for m in target for c in (m.tool_calls or ())]
+        if previous is not None:
+            sources.append(previous.to_json())
+        index = SourceIndex(sources)
+        report = GroundingReport()
+        context = merge(facts, draft, recent, index, report, stats, previous)
+        stats.total_seconds = time.perf_counter() - start
+        return CompressionResult(context=context, facts=facts, grounding=report, stats=stats)
+
+
+_default: dict[str, Compressor] = {}
+_default_lock = threading.Lock()
+
+
+def default_compressor(model: str | Path | None = None, **kwargs: Any) -> Compressor:
+    """A process-wide compressor per model, loaded on first use."""
+    key = str(model)
+    with _default_lock:
+        if key not in _default:
+            _default[key] = Compressor(model, **kwargs)
+        return _default[key]
+
+
+def compress_context(
+    messages: Sequence[Message | Mapping[str, Any]],
+    *,
+    compressor: Compressor | None = None,
+    keep_last: int = DEFAULT_KEEP_LAST,
+    previous: S.CompressedContext | None = None,
+    model: str | Path | None = None,
+) -> S.CompressedContext:
+    """Summarise everything but the last ``keep_last`` messages into a ``CompressedContext``.
+
+    Raises ``EmptyHistoryError`` when nothing is left to compress, ``InputError`` for malformed messages."""
+    compressor = compressor or default_compressor(model)
+    return compressor.compress(messages, keep_last=keep_last, previous=previous)

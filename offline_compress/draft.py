@@ -1,0 +1,76 @@
+"""What the model writes: ``Draft``, the parts of a summary that need phrasing (narrative, decisions, task
+state). Everything that can be read exactly (constraints, tool calls, failures, files) is extracted by code.
+
+The draft's grammar bounds every string and list and admits only printable ASCII without quote or backslash
+inside strings, so one token covers at least one character and the largest valid draft has a known token
+count: ``worst_case_tokens`` proves at build time that ``max_tokens`` can never cut a draft short.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+# Printable ASCII except '"' (0x22) and '\\' (0x5C): no escapes, so characters == JSON characters.
+SAFE_TEXT = r"^[ !#-\[\]-~]*$"
+
+
+def _text(max_chars: int) -> Any:
+    return Annotated[str, StringConstraints(max_length=max_chars, pattern=SAFE_TEXT)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DraftDecision(_Strict):
+    decision: _text(90)
+    rationale: _text(120)
+
+
+class DraftTaskState(_Strict):
+    completed: Annotated[list[_text(90)], Field(max_length=3)]
+    remaining: Annotated[list[_text(90)], Field(max_length=3)]
+    blockers: Annotated[list[_text(90)], Field(max_length=2)]
+
+
+# The narrative starts with words the grammar forces: a small base model continues prose far better than it
+# starts a JSON string from nothing.
+NARRATIVE_START = "The agent "
+NARRATIVE_MAX_CHARS = 280
+
+
+class Draft(_Strict):
+    recent_narrative: Annotated[str, StringConstraints(max_length=NARRATIVE_MAX_CHARS, pattern=r"^The agent [ !#-\[\]-~]*$")]
+    decisions: Annotated[list[DraftDecision], Field(max_length=3)]
+    task_state: DraftTaskState
+
+
+def draft_json_schema() -> dict[str, Any]:
+    """The grammar given to llguidance: strict keys, no flexible whitespace (the small model otherwise emits
+    whitespace until max_tokens), all fields required so the key order is fixed."""
+    schema = Draft.model_json_schema()
+    schema["x-guidance"] = {"whitespace_flexible": False}
+    return schema
+
+
+def _largest(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
+    if "$ref" in schema:
+        return _largest(defs[schema["$ref"].split("/")[-1]], defs)
+    kind = schema.get("type")
+    if kind == "object":
+        return {key: _largest(sub, defs) for key, sub in schema["properties"].items()}
+    if kind == "array":
+        return [_largest(schema["items"], defs)] * schema["maxItems"]
+    if kind == "string":
+        return "x" * schema["maxLength"]
+    raise ValueError(f"unbounded or unsupported schema node: {schema}")
+
+
+def worst_case_tokens(schema: dict[str, Any]) -> int:
+    """Upper bound of the tokens a valid document can take: its length in characters when every string and
+    list is at its maximum (one token is at least one character here), plus one end-of-sequence token."""
+    largest = _largest(schema, schema.get("$defs", {}))
+    return len(json.dumps(largest, separators=(",", ":"))) + 1

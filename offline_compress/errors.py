@@ -1,0 +1,56 @@
+"""Typed errors. Each one says what was wrong and where (file, message index, field)."""
+
+from __future__ import annotations
+
+
+class OfflineCompressError(Exception):
+    """Base class for every error this library raises on purpose."""
+
+
+class InputError(OfflineCompressError, ValueError):
+    """A history (file, stdin or list) that cannot be read as messages.
+
+    ``source`` names the file (or ``<stdin>`` / ``<messages>``), ``index`` the message,
+    ``field`` the offending key, ``position`` a byte/line position in a malformed file.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        source: str | None = None,
+        index: int | None = None,
+        field: str | None = None,
+        position: str | None = None,
+    ) -> None:
+        self.problem = problem
+        self.source = source
+        self.index = index
+        self.field = field
+        self.position = position
+        where = []
+        if source:
+            where.append(source)
+        if position:
+            where.append(position)
+        if index is not None:
+            where.append(f"message {index}")
+        if field:
+            where.append(f"field {field!r}")
+        super().__init__(f"{': '.join([', '.join(where), problem]) if where else problem}")
+
+
+class EmptyHistoryError(InputError):
+    """There is nothing to compress (an empty list, or everything falls in the kept tail)."""
+
+
+class ModelFileError(OfflineCompressError, FileNotFoundError):
+    """The model file is missing, unreadable, or its sha256 does not match the manifest."""
+
+
+class TokenizerError(OfflineCompressError):
+    """The target tokenizer could not be built or loaded."""
+
+
+class BackendError(OfflineCompressError, RuntimeError):
+    """The inference backend (llama.cpp / Outlines) is missing or failed."""

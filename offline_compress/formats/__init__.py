@@ -1,0 +1,96 @@
+"""Importers: turn a history file into canonical messages.
+
+``load_history(path, fmt="auto")`` reads a file (or ``-`` for stdin) and returns ``list[Message]``;
+``load_history_with_format`` / ``parse_history_with_format`` also return the name of the format that was read.
+Each importer is a function ``(text, source) -> list[Message]`` that raises ``InputError`` when the text is not
+in its format; ``auto`` tries them in order and, when none fits, reports every format tried and why it failed.
+
+Formats (in ``auto`` order): ``mini-swe-agent`` (``.traj.json``), ``swe-agent`` (``.traj``), ``openhands``
+(V0 event stream), ``aider`` (markdown chat log), ``openai`` (JSON list / JSONL / ``{messages}``).
+mini-swe-agent comes before openai because its files also parse as plain OpenAI messages: the messages are
+the same either way, but ``auto`` then names the agent.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import InputError
+from ..messages import Message
+from .aider import load_aider
+from .mini_swe_agent import load_mini_swe_agent
+from .openai import decode_text, load_openai
+from .openhands import load_openhands
+from .swe_agent import load_swe_agent
+
+Importer = Callable[[str, str], list[Message]]
+
+# Order matters for "auto": specific formats first, the permissive OpenAI reader last.
+IMPORTERS: dict[str, Importer] = {
+    "mini-swe-agent": load_mini_swe_agent,
+    "swe-agent": load_swe_agent,
+    "openhands": load_openhands,
+    "aider": load_aider,
+    "openai": load_openai,
+}
+
+
+def read_source(path: str | Path) -> tuple[str, str]:
+    """Read a file or ``-`` (stdin) as UTF-8 text; returns (text, source name for errors)."""
+    if str(path) == "-":
+        return decode_text(sys.stdin.buffer.read(), "<stdin>"), "<stdin>"
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file", source=str(p)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a file", source=str(p)) from None
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror}", source=str(p)) from None
+    return decode_text(data, str(p)), str(p)
+
+
+def parse_history_with_format(text: str, source: str, fmt: str = "auto") -> tuple[str, list[Message]]:
+    """Parse ``text`` as ``fmt`` (or the first format that fits, for ``auto``); returns (format name, messages)."""
+    if fmt != "auto":
+        if fmt not in IMPORTERS:
+            raise InputError(f"unknown format {fmt!r} (known: auto, {', '.join(IMPORTERS)})", source=source)
+        return fmt, IMPORTERS[fmt](text, source)
+    failures: list[str] = []
+    position = None
+    looks_json = text.lstrip().startswith(("{", "["))
+    for name, importer in IMPORTERS.items():
+        try:
+            return name, importer(text, source)
+        except InputError as err:
+            failures.append(f"{name}: {_without_source(err)}")
+            if looks_json and position is None and err.position and err.problem.startswith("malformed JSON"):
+                position = err.position  # a truncated/broken JSON file: say where it breaks
+    raise InputError("no known format fits; tried " + "; ".join(failures), source=source, position=position)
+
+
+def _without_source(err: InputError) -> str:
+    """An importer's error, less the file name (the combined error names it once)."""
+    where = [w for w in (err.position, None if err.index is None else f"message {err.index}") if w]
+    if err.field:
+        where.append(f"field {err.field!r}")
+    return f"{', '.join(where)}: {err.problem}" if where else err.problem
+
+
+def parse_history(text: str, source: str, fmt: str = "auto") -> list[Message]:
+    """Parse ``text`` as ``fmt`` (``auto``: the first format that fits) into messages."""
+    return parse_history_with_format(text, source, fmt)[1]
+
+
+def load_history_with_format(path: str | Path, fmt: str = "auto") -> tuple[str, list[Message]]:
+    """Read a file (or ``-`` for stdin); returns (format name, messages)."""
+    text, source = read_source(path)
+    return parse_history_with_format(text, source, fmt)
+
+
+def load_history(path: str | Path, fmt: str = "auto") -> list[Message]:
+    """Read a file (or ``-`` for stdin) as ``fmt`` (``auto`` by default) into messages."""
+    return load_history_with_format(path, fmt)[1]

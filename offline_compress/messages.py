@@ -1,0 +1,121 @@
+"""The canonical message: OpenAI chat format (role, content as text or parts, tool_calls, tool_call_id, name).
+
+Every importer produces these and every other module consumes them. Unknown keys are ignored on the way in;
+the caller's own dicts are never modified (we validate copies).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from .errors import InputError
+
+Role = Literal["system", "developer", "user", "assistant", "tool"]
+ROLES: tuple[str, ...] = ("system", "developer", "user", "assistant", "tool")
+
+
+class FunctionCall(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    name: str
+    arguments: str = ""
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _arguments_as_text(cls, value: Any) -> str:
+        # Some agents store arguments as a dict instead of the JSON string OpenAI sends.
+        if value is None:
+            return ""
+        if isinstance(value, str):
+            return value
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    id: str | None = None
+    type: str = "function"
+    function: FunctionCall
+
+
+class Message(BaseModel):
+    """One chat message. ``text`` gives the content as plain text whatever its shape."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    role: Role
+    content: str | list[dict[str, Any]] | None = None
+    tool_calls: tuple[ToolCall, ...] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    @property
+    def text(self) -> str:
+        """Content as text: string content as is, text parts joined by newlines, other parts named."""
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        pieces = []
+        for part in self.content:
+            if part.get("type") == "text" or "text" in part:
+                pieces.append(str(part.get("text", "")))
+            else:
+                pieces.append(f"[{part.get('type', 'part')}]")
+        return "\n".join(pieces)
+
+    def to_openai(self) -> dict[str, Any]:
+        """Plain dict in OpenAI chat format, without empty optional keys."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+def _describe_validation_error(err: ValidationError) -> tuple[str, str | None]:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first.get("loc", ())) or None
+    if first.get("type") == "literal_error" and loc == "role":
+        return f"unknown role {first.get('input')!r} (expected one of {', '.join(ROLES)})", "role"
+    if first.get("type") == "missing":
+        return "missing required key", loc
+    return first.get("msg", "invalid message"), loc
+
+
+def parse_message(raw: Any, *, index: int, source: str = "<messages>") -> Message:
+    """Validate one raw message (a mapping or a Message); errors name the source, index and field."""
+    if isinstance(raw, Message):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise InputError(f"expected a JSON object, got {type(raw).__name__}", source=source, index=index)
+    if "role" not in raw:
+        raise InputError("message has no 'role'", source=source, index=index, field="role")
+    try:
+        message = Message.model_validate(dict(raw))
+    except ValidationError as err:
+        problem, field = _describe_validation_error(err)
+        raise InputError(problem, source=source, index=index, field=field) from None
+    if message.content is None and not message.tool_calls:
+        raise InputError("content is None and there are no tool_calls", source=source, index=index, field="content")
+    return message
+
+
+def parse_messages(raw: Any, *, source: str = "<messages>", allow_empty: bool = False) -> list[Message]:
+    """Validate a whole history. Accepts a list of messages or an object with a ``messages`` list."""
+    if isinstance(raw, Mapping) and "messages" in raw:
+        raw = raw["messages"]
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
+        raise InputError(
+            f"expected a list of messages (or an object with a 'messages' list), got {type(raw).__name__}",
+            source=source,
+        )
+    if not raw and not allow_empty:
+        raise InputError("the history is empty", source=source)
+    return [parse_message(item, index=i, source=source) for i, item in enumerate(raw)]
+
+
+def as_messages(messages: Iterable[Message | Mapping[str, Any]], *, source: str = "<messages>") -> list[Message]:
+    """Public entry points accept dicts or Messages; this turns either into validated Messages."""
+    return parse_messages(list(messages), source=source)

@@ -1,0 +1,74 @@
+"""The summary document, ``CompressedContext``: the product's shared vocabulary with ``messages``.
+
+Every list and string is bounded, so the largest valid document has a known size in the target's context,
+and extra keys are forbidden. ``compressed_context_json_schema()`` exports the JSON Schema from the model.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Bounds. A verbatim user constraint may be a long sentence; the rest is short by design.
+MAX_CONSTRAINTS = 40
+MAX_CONSTRAINT_CHARS = 600
+MAX_DECISIONS = 12
+MAX_FAILED = 20
+MAX_TOOL_CALLS = 40
+MAX_STATE_ITEMS = 10
+MAX_ITEM_CHARS = 300
+MAX_TOOL_CHARS = 48
+MAX_TARGET_CHARS = 200
+MAX_NARRATIVE_CHARS = 2400
+
+Item = Annotated[str, Field(max_length=MAX_ITEM_CHARS)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Decision(_Strict):
+    decision: Item
+    rationale: Item
+
+
+class FailedAttempt(_Strict):
+    approach: Item
+    reason_failed: Item
+
+
+class ToolCallSummary(_Strict):
+    tool: Annotated[str, Field(max_length=MAX_TOOL_CHARS)]
+    target: Annotated[str, Field(max_length=MAX_TARGET_CHARS)]
+    outcome: Literal["success", "error", "partial"]
+
+
+class TaskState(_Strict):
+    completed: Annotated[list[Item], Field(max_length=MAX_STATE_ITEMS)] = []
+    remaining: Annotated[list[Item], Field(max_length=MAX_STATE_ITEMS)] = []
+    blockers: Annotated[list[Item], Field(max_length=MAX_STATE_ITEMS)] = []
+
+
+class CompressedContext(_Strict):
+    """Structured summary of the compressed part of a history."""
+
+    user_constraints: Annotated[
+        list[Annotated[str, Field(max_length=MAX_CONSTRAINT_CHARS)]], Field(max_length=MAX_CONSTRAINTS)
+    ] = Field(default=[], description="Instructions of the user or system, word for word.")
+    decisions: Annotated[list[Decision], Field(max_length=MAX_DECISIONS)] = []
+    failed_attempts: Annotated[list[FailedAttempt], Field(max_length=MAX_FAILED)] = []
+    tool_calls_summary: Annotated[list[ToolCallSummary], Field(max_length=MAX_TOOL_CALLS)] = []
+    recent_narrative: Annotated[str, Field(max_length=MAX_NARRATIVE_CHARS)] = ""
+    task_state: TaskState = TaskState()
+
+    def to_json(self) -> str:
+        """Canonical bytes: fixed key order, no extra whitespace, UTF-8 kept. Same document, same string."""
+        return json.dumps(self.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
+
+
+def compressed_context_json_schema() -> dict[str, Any]:
+    """JSON Schema of ``CompressedContext`` (``additionalProperties: false`` everywhere)."""
+    return CompressedContext.model_json_schema()

@@ -1,0 +1,118 @@
+"""End to end through the real model (no mock in the path): real trajectories in, schema-valid, grounded,
+deterministic summaries out; the hook archives before it replaces."""
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from offline_compress import CompactionHook, CompressedContext, compress_context
+from offline_compress.archive import read_archive
+from offline_compress.compressor import SUMMARY_PREFIX
+from offline_compress.errors import EmptyHistoryError
+from offline_compress.formats import load_history
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TRAJECTORIES = sorted(
+    p for p in FIXTURES.rglob("*") if p.suffix in {".json", ".traj", ".md"} and "LICENSE" not in p.name
+    and p.name != "ATTRIBUTION.md" and "injection" not in p.parts
+)
+
+
+@pytest.fixture(scope="session")
+def summaries(compressor):
+    """Each fixture compressed once per session (the slow part), shared by the checks below."""
+    out = {}
+    for path in TRAJECTORIES:
+        messages = load_history(path)
+        if len(messages) <= 6:
+            continue
+        out[path.name] = (messages, compressor.compress_detailed(messages))
+    return out
+
+
+def test_every_fixture_gives_a_valid_document(summaries):
+    assert len(summaries) >= 6
+    for name, (_, result) in summaries.items():
+        doc = CompressedContext.model_validate_json(result.context.to_json())
+        assert doc == result.context, name
+        assert result.stats.draft_valid, name
+
+
+def test_constraints_are_verbatim_user_or_system_text(summaries):
+    for name, (messages, result) in summaries.items():
+        sources = [m.text for m in messages if m.role in ("user", "system", "developer")]
+        for constraint in result.context.user_constraints:
+            assert any(constraint in text for text in sources), (name, constraint)
+
+
+def test_model_items_are_grounded_and_tail_lists_recent_messages(summaries):
+    for name, (messages, result) in summaries.items():
+        narrative = result.context.recent_narrative
+        for m in messages[result.stats.messages_compressed:]:
+            assert f"[{m.role}]" in narrative, name
+        assert result.grounding.kept <= result.grounding.checked
+
+
+def test_mini_swe_agent_constraint_and_failures_kept(summaries):
+    messages, result = summaries["django__django-11163.traj.json"]
+    joined = "\n".join(result.context.user_constraints)
+    assert "DO NOT MODIFY: Tests, configuration files (pyproject.toml, setup.cfg, etc.)" in joined
+    assert result.context.tool_calls_summary
+
+
+def test_same_input_same_bytes_across_processes(compressor, summaries, model_path):
+    path = FIXTURES / "mini-swe-agent" / "github_issue.traj.json"
+    messages = load_history(path)
+    first = compressor.compress(messages).to_json()
+    assert compressor.compress(messages).to_json() == first  # prefix cache warm now: still the same bytes
+    cli = subprocess.run(
+        [sys.executable, "-m", "offline_compress.cli", "compress", str(path), "--model", str(model_path)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout.strip() == first
+    assert "compressed" in cli.stderr  # progress goes to stderr, the document alone to stdout
+
+
+def test_empty_target_is_an_explicit_error(compressor):
+    with pytest.raises(EmptyHistoryError):
+        compressor.compress([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])
+
+
+def test_hook_archives_then_replaces_and_merges_next_time(compressor, tmp_path):
+    messages = load_history(FIXTURES / "mini-swe-agent" / "django__django-11163.traj.json")
+    history = [m.to_openai() for m in messages]
+    snapshot = copy.deepcopy(history)
+    archive = tmp_path / "archive.jsonl"
+    hook = CompactionHook(model_max_tokens=20_000, archive_path=archive, compressor=compressor)
+    new = hook.before_step(history)
+    assert history == snapshot  # the caller's list and dicts are untouched
+    assert new[0]["role"] == "system" and new[0]["content"].startswith(SUMMARY_PREFIX)
+    kept = len(new) - 1
+    assert new[1:] == history[-kept:] and kept >= 5
+    records = read_archive(archive)
+    assert [r["message"] for r in records if "message" in r] == history[:-kept]
+    metric = hook.metrics[-1]
+    assert metric.reason == "token-threshold" and metric.tokens_after < metric.tokens_before
+    assert hook.turns_since_last_compression == 0
+    first_summary = CompressedContext.model_validate_json(new[0]["content"][len(SUMMARY_PREFIX):])
+
+    # The agent goes on; the next compaction merges the previous summary with the new messages only.
+    more = new + [{"role": "assistant", "content": f"step {i}"} if i % 2 else {"role": "user", "content": f"ok {i}"}
+                  for i in range(12)]
+    hook.trigger = hook.trigger.model_copy(update={"turn_limit": 1})
+    hook.turns_since_last_compression = 1
+    newer = hook.before_step(more)
+    second = CompressedContext.model_validate_json(newer[0]["content"][len(SUMMARY_PREFIX):])
+    for constraint in first_summary.user_constraints:
+        assert constraint in second.user_constraints
+    assert hook.metrics[-1].reason == "turn-limit"
+
+
+def test_compress_context_function_matches_the_object(compressor):
+    messages = load_history(FIXTURES / "mini-swe-agent" / "github_issue.traj.json")
+    assert compress_context(messages, compressor=compressor) == compressor.compress(messages)

@@ -1,0 +1,340 @@
+"""Exact fact extraction: tool events, outcomes, files, constraints, injection resistance."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from offline_compress.extract import (
+    MAX_CONSTRAINT_CHARS,
+    MAX_CONSTRAINTS,
+    Facts,
+    bash_blocks,
+    classify_result,
+    extract_constraints,
+    extract_facts,
+    extract_tool_events,
+    is_tool_output,
+    parse_shell,
+)
+from offline_compress.messages import Message, parse_messages
+
+FIXTURES = Path(__file__).parent / "fixtures"
+MINI = sorted((FIXTURES / "mini-swe-agent").glob("*.traj.json"))
+INJECTION = sorted((FIXTURES / "injection").glob("*.json"))
+SWE_BENCH_MINI = [p for p in MINI if p.name != "github_issue.traj.json"]  # the ones with the SWE-bench prompt
+
+MINI_MUST_FIND = [
+    "DO NOT MODIFY: Tests, configuration files (pyproject.toml, setup.cfg, etc.)",
+    "make changes to non-test files",
+    "exactly ONE bash code block with ONE command",
+]
+
+
+def _load_json(path: Path) -> tuple[Any, list[Message]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data, parse_messages(data)
+
+
+def _load_with_importer(path: Path) -> list[Message]:
+    """Formats other than OpenAI need the importers in offline_compress.formats (written separately)."""
+    try:
+        from offline_compress.formats import load_history
+
+        return load_history(path)
+    except Exception as err:  # an importer still in progress must not fail these tests
+        pytest.skip(f"no importer for {path.name} yet: {err}")
+
+
+def _submission_files(data: Any, messages: list[Message]) -> list[str]:
+    sub = data.get("info", {}).get("submission", "") if isinstance(data, dict) else ""
+    if not sub:  # a bare list: the submission is the last diff that came back
+        sub = next((m.text for m in reversed(messages) if m.text.startswith("diff --git")), "")
+    return sorted(set(re.findall(r"^diff --git a/(\S+) b/", sub, re.M)))
+
+
+def _assert_constraint_invariants(messages: list[Message], facts: Facts) -> None:
+    assert len(facts.constraint_candidates) <= MAX_CONSTRAINTS
+    keys = set()
+    for c in facts.constraint_candidates:
+        msg = messages[c.message_index]
+        assert msg.text[c.start : c.start + len(c.text)] == c.text  # verbatim
+        assert 0 < len(c.text) <= MAX_CONSTRAINT_CHARS
+        assert c.role == msg.role and msg.role in ("system", "developer", "user")
+        assert not is_tool_output(messages, c.message_index)
+        key = " ".join(c.text.split()).casefold()
+        assert key not in keys  # deduplicated
+        keys.add(key)
+
+
+# ------------------------------------------------------------------------------------------- real runs
+
+
+@pytest.mark.parametrize("path", MINI, ids=lambda p: p.name)
+def test_mini_every_bash_block_is_a_tool_event(path: Path) -> None:
+    data, messages = _load_json(path)
+    facts = extract_facts(messages)
+    with_blocks = [i for i, m in enumerate(messages) if m.role == "assistant" and bash_blocks(m.text)]
+    assert [e.call_index for e in facts.tool_events] == with_blocks
+    for e in facts.tool_events:
+        assert e.result_index == e.call_index + 1 and is_tool_output(messages, e.result_index)
+        assert e.command in messages[e.call_index].text or "\n" in e.command  # exact (joined if several blocks)
+        if e.error_line is not None:
+            assert e.error_line in messages[e.result_index].text
+
+
+@pytest.mark.parametrize("path", MINI, ids=lambda p: p.name)
+def test_mini_failed_commands_match_nonzero_returncodes(path: Path) -> None:
+    _, messages = _load_json(path)
+    facts = extract_facts(messages)
+    nonzero = {
+        i - 1
+        for i, m in enumerate(messages)
+        if m.role == "user" and (rc := re.match(r"\s*<returncode>(-?\d+)</returncode>", m.text)) and rc.group(1) != "0"
+    }
+    failed_with_rc = {f.call_index for f in facts.failed_attempts if messages[f.result_index].text.lstrip().startswith("<returncode>")}
+    assert failed_with_rc == nonzero
+    for f in facts.failed_attempts:
+        assert f.reason_failed in messages[f.result_index].text  # verbatim
+        assert f.approach.strip()
+
+
+@pytest.mark.parametrize("path", MINI, ids=lambda p: p.name)
+def test_mini_files_changed_cover_the_submission(path: Path) -> None:
+    data, messages = _load_json(path)
+    facts = extract_facts(messages)
+    wanted = _submission_files(data, messages)
+    assert wanted
+    for f in wanted:
+        assert any(c == f or c.endswith("/" + f) for c in facts.files_changed), (f, facts.files_changed)
+
+
+@pytest.mark.parametrize("path", SWE_BENCH_MINI, ids=lambda p: p.name)
+def test_mini_must_find_constraints(path: Path) -> None:
+    _, messages = _load_json(path)
+    facts = extract_facts(messages)
+    texts = [c.text for c in facts.constraint_candidates]
+    for needle in MINI_MUST_FIND:
+        assert any(needle in t for t in texts), needle
+    _assert_constraint_invariants(messages, facts)
+    assert facts.task.startswith("model_to_dict()") or "requests" in facts.task or facts.task
+    assert facts.task in messages[facts.task_index].text
+
+
+def test_mini_github_issue_facts() -> None:
+    _, messages = _load_json(FIXTURES / "mini-swe-agent" / "github_issue.traj.json")
+    facts = extract_facts(messages)
+    assert any("exactly ONE bash code block with ONE command" in c.text for c in facts.constraint_candidates)
+    first = facts.failed_attempts[0]
+    assert first.approach.startswith("cat ") and "No such file or directory" in first.reason_failed
+    assert "tests/missing_colon.py" in facts.files_changed
+
+
+def test_swe_agent_fixture() -> None:
+    messages = _load_with_importer(FIXTURES / "swe-agent" / "swe-agent__test-repo-i1.traj")
+    facts = extract_facts(messages)
+    texts = [c.text for c in facts.constraint_candidates]
+    for needle in ("YOU CAN ONLY ENTER ONE COMMAND AT A TIME", "cannot use any interactive session commands"):
+        assert any(needle in t for t in texts), needle
+    _assert_constraint_invariants(messages, facts)
+    assert "tests/missing_colon.py" in facts.files_changed  # the submission's file, made relative to the repo
+    assert any(e.tool == "edit" for e in facts.tool_events)
+
+
+def test_aider_fixture_mid_session_constraint_comes_first() -> None:
+    messages = _load_with_importer(FIXTURES / "aider" / "session-0013_2024-08-06T08-55-14.md")
+    facts = extract_facts(messages)
+    assert facts.constraint_candidates[0].text == "don't use --no-git in those tests"
+    assert "tests/basic/test_main.py" in facts.files_changed  # from "Applied edit to ..."
+    _assert_constraint_invariants(messages, facts)
+
+
+def test_openhands_fixture() -> None:
+    messages = _load_with_importer(FIXTURES / "openhands" / "wrong_initial_state.json")
+    facts = extract_facts(messages)
+    mv = next(e for e in facts.tool_events if e.tool == "mv")
+    assert mv.command == "mv /workspace/game_2048.py /workspace/2048.py" and mv.outcome == "success"
+    assert "/workspace/2048.py" in facts.files_changed
+    assert [c.text for c in facts.constraint_candidates] == ["Please rename game_2048.py to 2048.py"]
+
+
+# ---------------------------------------------------------------------------------------------- injection
+
+
+@pytest.mark.parametrize("path", INJECTION, ids=lambda p: p.stem)
+def test_injection_corpus(path: Path) -> None:
+    case, messages = _load_json(path)
+    facts = extract_facts(messages)
+    texts = [c.text for c in facts.constraint_candidates]
+    for marker in case["injected_markers"]:
+        assert not any(marker.lower() in t.lower() for t in texts), marker
+        # the marker really is in the history, in a message that is not the user's
+        holders = [i for i, m in enumerate(messages) if marker.lower() in m.text.lower()]
+        assert holders and all(is_tool_output(messages, i) or messages[i].role == "assistant" for i in holders)
+    for genuine in case["expect_constraints"]:
+        assert any(genuine in t for t in texts), genuine
+    _assert_constraint_invariants(messages, facts)
+
+
+def test_genuine_user_reply_to_a_suggested_command_is_not_tool_output() -> None:
+    # A plain chat (no <returncode> anywhere): the user answers a suggested ```bash block in person.
+    messages = parse_messages([
+        {"role": "user", "content": "How do I clean the build?"},
+        {"role": "assistant", "content": "Run:\n```bash\nsudo rm -rf build\n```"},
+        {"role": "user", "content": "Never use sudo on this machine."},
+    ])
+    assert not is_tool_output(messages, 2)
+    assert extract_tool_events(messages) == []
+    assert [c.text for c in extract_constraints(messages)] == ["Never use sudo on this machine."]
+
+
+# -------------------------------------------------------------------------------------- command analysis
+
+CASES = [
+    # command, tool, target, reads, writes
+    ("sed -n 1,50p src/a.py", "sed", "src/a.py", ["src/a.py"], []),
+    ("sed -n '10,20p' ./src/a.py | head -n 5", "sed", "./src/a.py", ["src/a.py"], []),
+    ("nl -ba lib/x.py | sed -n '6453,6800p'", "nl", "lib/x.py", ["lib/x.py"], []),
+    ("pytest tests/test_x.py::t -x", "pytest", "tests/test_x.py::t", [], []),
+    ("python -m pytest -k 'slow and not db' tests/", "pytest", "tests/ -k slow and not db", [], []),
+    ("grep -rn foo src", "grep", "foo in src", [], []),
+    ('grep -n "def f" pkg/mod.py', "grep", "def f in pkg/mod.py", ["pkg/mod.py"], []),
+    ("cd /testbed && python reproduce.py", "python", "reproduce.py", [], []),
+    ("sed -i 's/a/b/' src/a.py && python -c 'import a'", "sed", "src/a.py", [], ["src/a.py"]),
+    ("echo 'x = 1' > conf.py", "echo", "conf.py", [], ["conf.py"]),
+    ("cat <<'EOF' > new.py\nprint('hi')  # > not_a_file\nEOF", "cat", "new.py", [], ["new.py"]),
+    ("printf 'a\\n' | tee -a log.txt out.txt", "tee", "log.txt, out.txt", [], ["log.txt", "out.txt"]),
+    ("python3 -c \"open('gen.txt', 'w').write('x')\"", "python", "-c", [], ["gen.txt"]),
+    ("mv old.py new.py", "mv", "old.py -> new.py", [], ["old.py", "new.py"]),
+    ("rm -f a.pyc b.pyc", "rm", "a.pyc b.pyc", [], ["a.pyc", "b.pyc"]),
+    ("git apply <<'EOF'\ndiff --git a/x/y.py b/x/y.py\n--- a/x/y.py\n+++ b/x/y.py\nEOF", "git", "apply", [], ["x/y.py"]),
+    ("curl -s https://example.com/api?q=1 | python -m json.tool", "curl", "https://example.com/api?q=1", [], []),
+    ("find . -name '*.py' -path '*tests*'", "find", "*.py *tests* in .", [], []),
+    ("ls -la src/ 2>/dev/null", "ls", "src/", [], []),
+    ("bash -c 'cat setup.cfg'", "cat", "setup.cfg", ["setup.cfg"], []),
+    ("timeout 60 pytest -q tests/test_a.py 2>&1 | tail -n 20", "pytest", "tests/test_a.py", [], []),
+]
+
+
+@pytest.mark.parametrize("command,tool,target,reads,writes", CASES)
+def test_shell_command_analysis(command: str, tool: str, target: str, reads: list[str], writes: list[str]) -> None:
+    messages = parse_messages([
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": f"THOUGHT: go\n\n```bash\n{command}\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\n</output>"},
+    ])
+    [event] = extract_tool_events(messages)
+    assert (event.tool, event.target) == (tool, target)
+    assert list(event.files_read) == reads and list(event.files_changed) == writes
+    assert event.command == command and event.outcome == "success"
+
+
+def test_script_written_by_heredoc_then_run_counts_its_writes() -> None:
+    script = "path = 'pkg/core.py'\nwith open(path) as f:\n    s = f.read()\nwith open(path, 'w') as f:\n    f.write(s)"
+    messages = parse_messages([
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": f"```bash\ncat <<'EOF' > fix.py\n{script}\nEOF\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\n</output>"},
+        {"role": "assistant", "content": "```bash\npython fix.py\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\n</output>"},
+    ])
+    facts = extract_facts(messages)
+    assert facts.files_changed == ["fix.py", "pkg/core.py"]
+
+
+def test_parse_shell_handles_quotes_heredocs_and_comments() -> None:
+    simples = parse_shell("cd /x && cat <<EOF > a.txt # make a\nline | not a pipe\nEOF\necho \"a && b\" ; ls 'my dir'")
+    assert [s.words for s in simples] == [["cd", "/x"], ["cat"], ["echo", "a && b"], ["ls", "my dir"]]
+    assert simples[1].heredoc == "line | not a pipe" and simples[1].redirs == [(">", "a.txt")]
+
+
+def test_function_calls_pair_by_id_and_in_order() -> None:
+    messages = parse_messages([
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "str_replace_editor", "arguments": json.dumps({"command": "view", "path": "/w/a.py"})}},
+            {"id": "b", "type": "function", "function": {"name": "execute_bash", "arguments": json.dumps({"command": "pytest tests/t.py"})}},
+            {"id": "c", "type": "function", "function": {"name": "str_replace_editor", "arguments": json.dumps({"command": "create", "path": "/w/b.py", "file_text": "x"})}},
+        ]},
+        {"role": "tool", "tool_call_id": "b", "content": "==== 1 failed, 2 passed in 0.1s ====\n[The command completed with exit code 1.]"},
+        {"role": "tool", "tool_call_id": "a", "content": "Here's the result of running `cat -n` on /w/a.py:\n1\tx = 1"},
+    ])
+    events = extract_tool_events(messages)
+    assert [(e.tool, e.target, e.result_index, e.outcome) for e in events] == [
+        ("str_replace_editor", "/w/a.py", 3, "success"),
+        ("pytest", "tests/t.py", 2, "partial"),
+        ("str_replace_editor", "/w/b.py", None, None),
+    ]
+    assert events[1].exit_code == 1 and events[1].command == "pytest tests/t.py"
+    facts = extract_facts(messages)
+    assert facts.files_read == ["/w/a.py"] and facts.files_changed == ["/w/b.py"]
+    assert [f.approach for f in facts.failed_attempts] == ["pytest tests/t.py"]
+
+
+@pytest.mark.parametrize(
+    "output,read_only,outcome,line",
+    [
+        ("<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n  File \"x.py\", line 1\nKeyError: 'a'\n</output>", False, "error", "KeyError: 'a'"),
+        ("<returncode>127</returncode>\n<output>\nbash: line 1: foo: command not found\n</output>", False, "error", "bash: line 1: foo: command not found"),
+        ("<returncode>1</returncode>\n<output>\n</output>", True, "error", "<returncode>1</returncode>"),
+        ("<returncode>1</returncode>\n<output>\nFAILED t.py::a - assert 1 == 2\n===== 1 failed, 3 passed in 0.2s =====\n</output>", False, "partial", "FAILED t.py::a - assert 1 == 2"),
+        ("<returncode>0</returncode>\n<warning>\nThe output of your last command was too long.\n</warning><output_head>\nx\n</output_head>", True, "partial", None),
+        ("<returncode>0</returncode>\n<output>\nok\n</output>", False, "success", None),
+        ("Error: File 'nope.py' not found", False, "error", "Error: File 'nope.py' not found"),
+        ("sed: can't read x.py: No such file or directory", False, "error", "sed: can't read x.py: No such file or directory"),
+        ("  File \"a.py\", line 3\n    def f(\n         ^\nSyntaxError: invalid syntax", False, "error", "SyntaxError: invalid syntax"),
+    ],
+)
+def test_classify_result(output: str, read_only: bool, outcome: str, line: str | None) -> None:
+    got_outcome, _, got_line = classify_result(output, read_only=read_only)
+    assert (got_outcome, got_line) == (outcome, line)
+    if got_line is not None:
+        assert got_line in output
+
+
+def test_reading_a_file_that_mentions_errors_is_not_a_failure() -> None:
+    text = '[File: /r/errors.py (3 lines total)]\n1:class ParseError(Exception):\n2:    """Error: raised on bad input."""\n' + "x\n" * 200 + "Traceback (most recent call last):\n"
+    assert classify_result(text, read_only=True)[0] == "success"
+
+
+# ---------------------------------------------------------------------------------------------- constraints
+
+
+def test_constraint_priority_limit_and_long_lines() -> None:
+    long_line = " ".join(["You must keep the cache warm."] + ["This sentence is filler text that goes on."] * 30)
+    system = "\n".join(f"- Rule {i}: you should prefer option {i}." for i in range(60))
+    messages = parse_messages([
+        {"role": "system", "content": system},
+        {"role": "user", "content": f"Do the task.\n{long_line}"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "Never touch the vendored code."},
+    ])
+    out = extract_constraints(messages, limit=5)
+    assert out[0].text == "Never touch the vendored code." and out[0].strength == 2
+    assert out[1].text == "You must keep the cache warm."  # a long line is cut at sentence boundaries
+    assert len(out) == 5 and all(c.strength == 1 for c in out[2:])
+    facts = extract_facts(messages)
+    assert len(facts.constraint_candidates) == MAX_CONSTRAINTS
+    _assert_constraint_invariants(messages, facts)
+
+
+def test_duplicates_and_code_blocks_are_skipped() -> None:
+    prompt = "You must answer in English.\n```python\n# you must not run this\n```\n<example_response>\nYou should never see this.\n</example_response>"
+    messages = parse_messages([
+        {"role": "system", "content": prompt},
+        {"role": "user", "content": "You must   answer in English."},
+    ])
+    assert [c.text for c in extract_constraints(messages)] == ["You must answer in English."]
+
+
+def test_facts_are_deterministic_frozen_and_accept_dicts() -> None:
+    raw = json.loads((FIXTURES / "mini-swe-agent" / "psf__requests-2317.traj.json").read_text())["messages"]
+    a = extract_facts(raw)
+    b = extract_facts(parse_messages(raw))
+    assert a == b and a.model_dump_json() == b.model_dump_json()
+    with pytest.raises(Exception):
+        a.task = "x"  # type: ignore[misc]

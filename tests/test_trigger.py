@@ -1,0 +1,81 @@
+"""Trigger rules: the seed's defaults, configurable thresholds, heavy-tool detection."""
+
+import pytest
+
+from offline_compress.messages import as_messages
+from offline_compress.trigger import TriggerConfig, decide, evaluate_compression, last_tool_name
+
+
+class FixedCounter:
+    """Stands in for the tokenizer only: these tests are about the rule, the counter has its own tests."""
+
+    def __init__(self, tokens: int) -> None:
+        self.tokens = tokens
+
+    def count(self, messages) -> int:
+        return self.tokens
+
+
+def tool_history(tool_name: str, *, with_name: bool = False):
+    result = {"role": "tool", "tool_call_id": "c1", "content": "lots of output"}
+    if with_name:
+        result["name"] = tool_name
+    return [
+        {"role": "user", "content": "find the bug"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": tool_name, "arguments": "{}"}}]},
+        result,
+    ]
+
+
+@pytest.mark.parametrize(
+    "tokens, turns, expected",
+    [
+        (6001, 0, "token-threshold"),
+        (6000, 0, "skip"),  # strictly more than 60%
+        (5000, 29, "skip"),
+        (5000, 30, "turn-limit"),
+        (9000, 30, "token-threshold"),  # the token rule wins
+    ],
+)
+def test_default_rules(tokens, turns, expected):
+    decision = decide(tokens, 10_000, turns, None)
+    assert decision.reason == expected
+    assert decision.should_compress == (expected != "skip")
+    assert decision.estimated_tokens == tokens
+
+
+def test_heavy_tool_rule_needs_forty_percent():
+    assert decide(4001, 10_000, 0, "search_codebase").reason == "tool-event"
+    assert decide(4000, 10_000, 0, "search_codebase").reason == "skip"
+    assert decide(5000, 10_000, 0, "read_file").reason == "skip"
+
+
+def test_last_tool_name_from_call_id_or_name():
+    assert last_tool_name(as_messages(tool_history("read_many_files"))) == "read_many_files"
+    assert last_tool_name(as_messages(tool_history("x", with_name=True))) == "x"
+    assert last_tool_name(as_messages([{"role": "user", "content": "hi"}])) is None
+
+
+def test_evaluate_compression_uses_counter_and_config():
+    config = TriggerConfig(token_fraction=0.9, tool_event_fraction=0.1, heavy_tools=frozenset({"grep"}), turn_limit=3)
+    history = tool_history("grep")
+    assert evaluate_compression(history, 1000, 0, config=config, counter=FixedCounter(150)).reason == "tool-event"
+    assert evaluate_compression(history[:1], 1000, 3, config=config, counter=FixedCounter(50)).reason == "turn-limit"
+    assert evaluate_compression(history[:1], 1000, 0, config=config, counter=FixedCounter(901)).reason == "token-threshold"
+
+
+def test_bad_numbers_are_errors():
+    with pytest.raises(ValueError, match="model_max_tokens"):
+        decide(1, 0, 0, None)
+    with pytest.raises(ValueError, match="turns_since_last_compression"):
+        decide(1, 10, -1, None)
+    with pytest.raises(ValueError):
+        TriggerConfig(token_fraction=1.5)
+
+
+def test_evaluate_compression_does_not_mutate_input():
+    history = tool_history("grep")
+    snapshot = repr(history)
+    evaluate_compression(history, 1000, 0, counter=FixedCounter(10))
+    assert repr(history) == snapshot
