@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,19 @@ class Generation:
     generated_tokens: int
     prompt_seconds: float
     total_seconds: float
+
+
+@dataclass(frozen=True)
+class FastGeneration(Generation):
+    """``Generation`` from ``generate_json_fast``, with what the fast loop did. ``generated_tokens`` is the exact
+    number of output tokens (forced + sampled, final EOS excluded), not a re-tokenization of the text."""
+
+    forced_tokens: int
+    sampled_tokens: int
+    decode_calls: int  # llama.cpp decode batches during generation (prompt excluded)
+    mask_seconds: float  # llguidance time: masks + forced tokens
+    generation_seconds: float  # the decode loop alone (prompt evaluation excluded)
+    stop_reason: str  # "grammar" | "eos" | "max_tokens" | "error: ..."
 
 
 class LlamaCppBackend:
@@ -80,9 +94,13 @@ class LlamaCppBackend:
         self.n_ctx = n_ctx
         self.gpu = n_gpu_layers != 0 and bool(llama_cpp.llama_supports_gpu_offload())
         self.chat_template: str | None = self.llm.metadata.get("tokenizer.chat_template")
-        self._outlines_model = outlines.from_llamacpp(self.llm, chat_mode=False)
+        with warnings.catch_warnings():
+            # llguidance's vocabulary import calls a llama.cpp function deprecated in 0.3.36 once per token (262k).
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self._outlines_model = outlines.from_llamacpp(self.llm, chat_mode=False)
         self._generators: dict[str, Any] = {}
         self._prefix_states: dict[str, tuple[list[int], Any]] = {}
+        self._fast_decoder: Any = None
 
     # -- tokens ---------------------------------------------------------------------------------------------
     def tokenize(self, text: str, *, add_bos: bool = False) -> list[int]:
@@ -99,7 +117,9 @@ class LlamaCppBackend:
 
         key = json.dumps(schema)  # property order is the generation order: keep it
         if key not in self._generators:
-            self._generators[key] = Generator(self._outlines_model, JsonSchema(key), backend="llguidance")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self._generators[key] = Generator(self._outlines_model, JsonSchema(key), backend="llguidance")
         return self._generators[key]
 
     def _restore_prefix(self, prefix: str) -> tuple[int, bool]:
@@ -144,4 +164,52 @@ class LlamaCppBackend:
             generated_tokens=generated,
             prompt_seconds=prefix_done - start,
             total_seconds=total,
+        )
+
+    # -- fast path (offline_compress/fastdecode.py) ------------------------------------------------------
+    def fast_decoder(self) -> Any:
+        """The ``FastJsonDecoder`` for this model, built on first use. It reuses the llguidance tokenizer of an
+        Outlines generator already built here (building one over Gemma's vocabulary takes seconds)."""
+        if self._fast_decoder is None:
+            from .fastdecode import FastJsonDecoder
+
+            tokenizer = None
+            for generator in self._generators.values():
+                tokenizer = getattr(getattr(generator, "logits_processor", None), "llg_tokenizer", None)
+                if tokenizer is not None:
+                    break
+            self._fast_decoder = FastJsonDecoder(self.llm, tokenizer)
+        return self._fast_decoder
+
+    def generate_json_fast(
+        self, prefix: str, suffix: str, schema: dict[str, Any], max_tokens: int, repeat_penalty: float = 1.0
+    ) -> FastGeneration:
+        """Same contract as ``generate_json`` (greedy, constrained, same prompt, same repetition penalty), but
+        tokens the grammar forces are appended in one batch instead of one decode each; see fastdecode.py."""
+        decoder = self.fast_decoder()
+        prompt = self.tokenize(prefix + suffix, add_bos=True)
+        if len(prompt) + max_tokens > self.n_ctx:
+            raise BackendError(
+                f"prompt of {len(prompt)} tokens + {max_tokens} output tokens exceeds n_ctx={self.n_ctx}"
+            )
+        start = time.perf_counter()
+        prefix_tokens, cached = self._restore_prefix(prefix)
+        prefix_done = time.perf_counter()
+        decoder.eval_prompt(prompt)
+        result = decoder.decode(schema, max_tokens, repeat_penalty=repeat_penalty, prompt_tokens=prompt)
+        text = self.llm.detokenize(result.tokens, prev_tokens=prompt).decode("utf-8", errors="ignore")
+        return FastGeneration(
+            text=text,
+            prompt_tokens=len(prompt),
+            prefix_tokens=prefix_tokens,
+            prefix_cached=cached,
+            generated_tokens=len(result.tokens),
+            prompt_seconds=prefix_done - start,
+            total_seconds=time.perf_counter() - start,
+            forced_tokens=result.forced_tokens,
+            sampled_tokens=result.sampled_tokens,
+            decode_calls=result.decode_calls,
+            mask_seconds=result.mask_seconds,
+            generation_seconds=result.seconds,
+            stop_reason=result.stop_reason,
         )

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -129,7 +129,7 @@ _START, _END = "<start_of_turn>", "<end_of_turn>\n"
 _PLAIN_ROLES = frozenset(ROLES)
 
 
-class _Plain(NamedTuple):
+class PlainMessage(NamedTuple):
     """A dict message of the common shape (string content, no tool calls): validated by ``_light`` without
     pydantic, which would cost more than counting an unchanged 128k-token history."""
 
@@ -140,18 +140,20 @@ class _Plain(NamedTuple):
     name: str | None = None
 
 
-_Light = Message | _Plain
+_Light = Message | PlainMessage
+_new_tuple = tuple.__new__  # builds NamedTuples without their Python-level __new__ (hot path: every message)
 
 
 def _light(raw: Any, index: int) -> _Light:
-    if isinstance(raw, Message):
+    if type(raw) is dict:  # exact type check first: isinstance against Mapping/Message is slow (ABC checks)
+        get = raw.get
+        if get("tool_calls") is None:
+            role, content, call_id, name = get("role"), get("content"), get("tool_call_id"), get("name")
+            if (role in _PLAIN_ROLES and type(content) is str and (call_id is None or type(call_id) is str)
+                    and (name is None or type(name) is str)):
+                return _new_tuple(PlainMessage, (role, content, None, call_id, name))
+    elif isinstance(raw, Message):
         return raw
-    if isinstance(raw, Mapping) and raw.get("tool_calls") is None:
-        role, content = raw.get("role"), raw.get("content")
-        call_id, name = raw.get("tool_call_id"), raw.get("name")
-        if (role in _PLAIN_ROLES and isinstance(content, str) and isinstance(call_id, (str, type(None)))
-                and isinstance(name, (str, type(None)))):
-            return _Plain(role, content, None, call_id, name)
     return parse_message(raw, index=index)
 
 
@@ -229,9 +231,11 @@ def _key_part(message: _Light) -> tuple[Any, ...] | None:
     return (message.role, content, message.tool_calls, message.tool_call_id, message.name)
 
 
-def turn_key(turn: Turn) -> tuple[Any, ...] | None:
+def turn_key(turn: Turn) -> Hashable | None:
     """A hashable value that determines the turn's text (its strings themselves, whose hash Python caches),
     or None when some part is unhashable. Equal keys render equal text."""
+    if type(turn.message) is PlainMessage and all(type(p) is PlainMessage for p in turn.prefix):
+        return turn  # a tuple of strings: hashing and comparing it is cheap
     parts = [_key_part(turn.message)] + [_key_part(p) for p in turn.prefix]
     if any(p is None for p in parts):
         return None
@@ -245,25 +249,24 @@ class Gemma3Template:
     bos_tokens = 1
 
     def turns(self, messages: Sequence[MessageLike]) -> list[Turn]:
-        msgs = [_light(m, i) for i, m in enumerate(messages)]
         out: list[Turn] = []
         pending: list[_Light] = []  # system/developer messages waiting for the next user turn
-
-        def flush() -> None:  # no user turn follows: each waiting system message is a user turn of its own
-            out[len(out) - len(pending):] = [Turn("user", p) for p in pending]
-            pending.clear()
-
-        for m in msgs:
-            if m.role in ("system", "developer"):
-                pending.append(m)
-                out.append(Turn("", m))
-            elif m.role in ("user", "tool"):
-                out.append(Turn("user", m, tuple(pending)))
+        for i, raw in enumerate(messages):
+            m = _light(raw, i)
+            role = m.role
+            if role == "user" or role == "tool":
+                out.append(_new_tuple(Turn, ("user", m, tuple(pending) if pending else ())))
                 pending.clear()
+            elif role == "assistant":
+                if pending:  # no user turn follows: each waiting system message is a user turn of its own
+                    out[-len(pending):] = [Turn("user", p) for p in pending]
+                    pending.clear()
+                out.append(_new_tuple(Turn, ("model", m, ())))
             else:
-                flush()
-                out.append(Turn("model", m))
-        flush()
+                pending.append(m)
+                out.append(_new_tuple(Turn, ("", m, ())))
+        if pending:
+            out[-len(pending):] = [Turn("user", p) for p in pending]
         return out
 
     def segments(self, messages: Sequence[MessageLike]) -> list[str]:

@@ -50,20 +50,20 @@ def _load(args: argparse.Namespace):
 
 
 def cmd_count(args: argparse.Namespace) -> int:
-    from .tokens import TokenCounter
+    from .tokens import get_counter
 
     messages = _load(args)
-    counter = TokenCounter.for_target(args.tokenizer) if args.tokenizer else TokenCounter.for_target(None)
+    counter = get_counter(args.tokenizer)
     _emit({"tokens": counter.count(messages), "messages": len(messages)}, None)
     return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .tokens import TokenCounter
+    from .tokens import get_counter
     from .trigger import evaluate_compression
 
     messages = _load(args)
-    counter = TokenCounter.for_target(args.tokenizer)
+    counter = get_counter(args.tokenizer)
     decision = evaluate_compression(messages, args.context, args.turns_since, counter=counter)
     _emit(decision.model_dump(mode="json"), None)
     return 0

@@ -18,8 +18,9 @@ whitespace runs, where both give the same split), and it breaks score ties betwe
 by rank instead of position. (transformers' GGUF converter does not do step 1 on raw text, hence its mismatches
 on whitespace runs.)
 
-Reading the vocabulary with ``GGUFReader`` is slow (~20 s for 262k tokens), so the result is written once next
-to the GGUF as ``<name>.tokenizer.json`` and loaded from there afterwards (~1 s), and kept per process.
+Deriving is slow (~25 s for Gemma 3's 262k tokens on 2 cores, mostly ``GGUFReader`` parsing the arrays), so the
+result is written once next to the GGUF as ``<name>.tokenizer.json``, loaded from there afterwards (~2 s), and
+kept per process.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import os
 import tempfile
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +37,7 @@ from tokenizers import AddedToken, Tokenizer, decoders, normalizers, processors
 from tokenizers.models import BPE
 
 from .errors import ModelFileError, TokenizerError
-from .model_files import resolve_model, tokenizer_path_for
+from .model_files import manifest_entries, model_dir, resolve_model, tokenizer_path_for
 
 # llama.cpp token types (gguf.TokenType): NORMAL=1, UNKNOWN=2, CONTROL=3, USER_DEFINED=4, UNUSED=5, BYTE=6.
 _UNKNOWN, _CONTROL, _USER_DEFINED = 2, 3, 4
@@ -107,6 +109,48 @@ def _spm_merges(tokens: list[str], scores: list[float]) -> list[tuple[str, str]]
     return [(left, right) for _, _, _, left, right in ranked]
 
 
+def _same_char_run(text: str) -> bool:
+    return len(set(text)) == 1
+
+
+def exactness_problems(meta: dict[str, Any]) -> list[str]:
+    """Vocabulary properties under which the BPE rebuild can disagree with llama.cpp (none for Gemma 3):
+
+    - two tokens that SPM can form by merging share a score: llama.cpp breaks such ties by position, a BPE by
+      merge rank;
+    - a character inside a mergeable token is not a token itself: llama.cpp still merges it, a BPE has already
+      turned it into byte tokens;
+    - two split-out (special) tokens overlap, one's end being the other's start (except runs of one repeated
+      character): llama.cpp cuts the longest first, ``tokenizers`` the leftmost."""
+    tokens, scores, types = meta["tokens"], meta["scores"], meta["types"]
+    vocab = set(tokens)
+    problems: list[str] = []
+    seen: dict[float, str] = {}
+    missing: set[str] = set()
+    for i, tok in enumerate(tokens):
+        if types[i] in _SPLIT_OUT_TYPES or not any(tok[:k] in vocab and tok[k:] in vocab for k in range(1, len(tok))):
+            continue
+        if scores[i] in seen:
+            problems.append(f"tokens {seen[scores[i]]!r} and {tok!r} share the score {scores[i]}")
+        seen.setdefault(scores[i], tok)
+        missing.update(c for c in tok if c not in vocab)
+    if missing:
+        problems.append(f"characters used in tokens but not tokens themselves: {sorted(missing)[:10]!r}")
+    special = [tokens[i] for i, t in enumerate(types) if t in _SPLIT_OUT_TYPES and tokens[i]]
+    starts: dict[str, list[str]] = {}
+    for tok in special:
+        for k in range(1, len(tok)):
+            starts.setdefault(tok[:k], []).append(tok)
+    for tok in special:
+        for k in range(1, len(tok)):
+            clash = [o for o in starts.get(tok[k:], ()) if o != tok and not (
+                _same_char_run(tok) and _same_char_run(o) and tok[0] == o[0])]
+            if clash:
+                problems.append(f"special tokens {tok!r} and {clash[0]!r} overlap")
+                break
+    return problems
+
+
 def _build_tokenizer(meta: dict[str, Any]) -> Tokenizer:
     tokens: list[str] = meta["tokens"]
     vocab = {t: i for i, t in enumerate(tokens)}
@@ -151,13 +195,23 @@ def _build_tokenizer(meta: dict[str, Any]) -> Tokenizer:
 
 
 def tokenizer_from_gguf(path: str | Path) -> Tokenizer:
-    """Build the tokenizer from a GGUF's metadata (slow: ~20 s for Gemma 3; prefer ``load_target_tokenizer``)."""
+    """Build the tokenizer from a GGUF's metadata (slow: ~25 s for Gemma 3; prefer ``load_target_tokenizer``).
+    Warns (RuntimeWarning) when the vocabulary has a property under which exact agreement is not guaranteed."""
     global last_derivation_seconds
     start = time.perf_counter()
     path = Path(path)
     if not path.is_file():
         raise TokenizerError(f"GGUF not found: {path}")
-    tok = _build_tokenizer(_read_vocab(path))
+    meta = _read_vocab(path)
+    problems = exactness_problems(meta)
+    if problems:
+        warnings.warn(
+            f"{path}: the derived tokenizer may disagree with llama.cpp on some texts ({'; '.join(problems[:3])}"
+            f"{'; ...' if len(problems) > 3 else ''}); check with scripts/check_tokenizer_agreement.py",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    tok = _build_tokenizer(meta)
     last_derivation_seconds = time.perf_counter() - start
     return tok
 
@@ -211,6 +265,7 @@ def _load_gguf(gguf: Path, *, verify: bool) -> Tokenizer:
                 raise TokenizerError(str(err)) from None
         try:
             tok = write_tokenizer_json(gguf, derived)
+            _cache[_key(derived)] = tok  # later loads of the written file get this same object
         except OSError:
             tok = tokenizer_from_gguf(gguf)
         _cache[key] = tok
@@ -222,11 +277,15 @@ def load_target_tokenizer(spec: str | Path | None = None) -> Tokenizer:
 
     ``spec``: None (the default model of ``models/manifest.json``), a manifest model name, a ``.gguf`` path
     (its ``<name>.tokenizer.json`` is derived once and cached next to it), a ``tokenizer.json`` path, or a
-    Hugging Face model folder holding ``tokenizer.json``."""
+    Hugging Face model folder holding ``tokenizer.json``. For a manifest model whose GGUF is absent, an already
+    derived ``<name>.tokenizer.json`` is enough. Anything else raises ``TokenizerError``."""
     if spec is None or (isinstance(spec, str) and not _looks_like_path(spec)):
         try:
             gguf = resolve_model(spec, verify=False)
         except ModelFileError as err:
+            derived = _derived_json_of(spec)
+            if derived is not None:  # counting needs only the derived tokenizer, not the model itself
+                return _load_json(derived)
             raise TokenizerError(f"no target tokenizer for {spec or 'the default model'}: {err}") from None
         return _load_gguf(gguf, verify=True)
     path = Path(spec)
@@ -241,6 +300,17 @@ def load_target_tokenizer(spec: str | Path | None = None) -> Tokenizer:
     if path.suffix == ".json":
         return _load_json(path)
     raise TokenizerError(f"{path}: expected a .gguf, a tokenizer.json or a Hugging Face model folder")
+
+
+def _derived_json_of(name: str | None) -> Path | None:
+    """The already derived ``<name>.tokenizer.json`` of a manifest model whose GGUF is absent, if any."""
+    try:
+        default, entries = manifest_entries()
+    except ModelFileError:
+        return None
+    entry = entries.get(name or default)
+    derived = tokenizer_path_for(model_dir() / entry.file) if entry else None
+    return derived if derived is not None and derived.is_file() else None
 
 
 def _looks_like_path(spec: str) -> bool:

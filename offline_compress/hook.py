@@ -54,9 +54,9 @@ class CompactionHook:
         self.archive_path = Path(archive_path)
         self._compressor = compressor
         if counter is None:
-            from .tokens import default_counter
+            from .tokens import get_counter
 
-            counter = default_counter()
+            counter = get_counter()
         self.counter = counter
         self.trigger = trigger
         self.keep_last = keep_last

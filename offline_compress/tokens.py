@@ -2,8 +2,8 @@
 
 ``count(messages) == bos_tokens + sum(len(encode(segment)))`` over the template's per-message segments, which
 equals ``len(llama.cpp tokenize(full rendering, add_bos=True, special=True))`` because segments meet at special
-tokens (see chat_template.py). Each segment's count is cached under a blake2b digest of its text (LRU-bounded),
-so after an agent appends a message only the new segment is encoded; the rest costs a render and a hash.
+tokens (see chat_template.py). Each segment's count is cached (LRU-bounded; see ``TokenCounter``), so after an agent
+appends a message only the new segment is rendered and encoded; unchanged messages cost a dictionary lookup.
 """
 
 from __future__ import annotations
@@ -11,16 +11,29 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from tokenizers import Tokenizer
 
-from .chat_template import ChatTemplate, Gemma3Template, HFChatTemplate, MessageLike, resolve_template
+from .chat_template import (
+    ChatTemplate,
+    HFChatTemplate,
+    MessageLike,
+    PlainMessage,
+    Turn,
+    render_turn,
+    resolve_template,
+    turn_key,
+)
 from .gguf_tokenizer import load_target_tokenizer
 
-DEFAULT_CACHE_SIZE = 65536  # segments; ~100 bytes each, so a few MB at most
+DEFAULT_CACHE_SIZE = 65536  # entries
+DEFAULT_CACHE_CHARS = 64 << 20  # characters of message text that turn keys may keep alive
+
+
+_EMPTY = object()  # key of an empty segment (a folded system message): 0 tokens, never cached or encoded
 
 
 def _digest(text: str) -> bytes:
@@ -28,12 +41,13 @@ def _digest(text: str) -> bytes:
 
 
 def _valid_text(text: str) -> str:
-    """Lone surrogates (possible in JSON) cannot go to the Rust tokenizer; send U+FFFD like a UTF-8 client would."""
+    """Lone surrogates (JSON allows them) cannot go to the Rust tokenizer: each becomes U+FFFD, as a UTF-8
+    client would send it; surrogate pairs are joined."""
     try:
         text.encode("utf-8")
         return text
     except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 class TokenCounter:
@@ -42,6 +56,11 @@ class TokenCounter:
     ``tokenizer``: a ``tokenizers.Tokenizer`` or a spec for ``load_target_tokenizer`` (None: the default model).
     ``template``: a ``ChatTemplate``, ``"gemma3"`` or a Hugging Face model folder; None picks the folder's own
     template when ``tokenizer`` names a folder, else Gemma 3.
+
+    The cache maps a segment to its token count. Keys: for Gemma turns the turn's own strings (``turn_key``:
+    Python caches a string's hash and compares by identity first, so an unchanged message costs O(1), no
+    rendering, no hashing of its text); otherwise a 16-byte blake2b digest of the rendered segment. It is an LRU
+    bounded by ``cache_size`` entries and by ``cache_chars`` characters of message text held by keys.
     """
 
     def __init__(
@@ -50,52 +69,76 @@ class TokenCounter:
         template: ChatTemplate | str | Path | None = None,
         *,
         cache_size: int = DEFAULT_CACHE_SIZE,
+        cache_chars: int = DEFAULT_CACHE_CHARS,
     ) -> None:
         if template is None and isinstance(tokenizer, (str, Path)) and Path(tokenizer).is_dir():
             template = HFChatTemplate(tokenizer)
-        self.tokenizer = tokenizer if isinstance(tokenizer, Tokenizer) else load_target_tokenizer(tokenizer)
+        # Anything with tokenizers' encode/encode_batch will do (tests pass a counting wrapper).
+        self.tokenizer = load_target_tokenizer(tokenizer) if tokenizer is None or isinstance(tokenizer, (str, Path)) \
+            else tokenizer
         self.template: ChatTemplate = resolve_template(template)
         self.cache_size = max(0, cache_size)
-        self._cache: OrderedDict[bytes, int] = OrderedDict()
+        self.cache_chars = max(0, cache_chars)
+        self._cache: OrderedDict[Hashable, tuple[int, int]] = OrderedDict()  # key -> (count, chars held)
+        self._chars = 0
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        self.encoded = 0  # texts actually sent to the tokenizer
 
-    # -- text --------------------------------------------------------------------------------------------
+    # -- cache -------------------------------------------------------------------------------------------
+
+    def _store(self, key: Hashable, count: int, chars: int) -> None:
+        self.misses += 1
+        if key in self._cache or not self.cache_size or chars > self.cache_chars:
+            return
+        self._cache[key] = (count, chars)
+        self._chars += chars
+        while len(self._cache) > self.cache_size or self._chars > self.cache_chars:
+            _, (_, dropped) = self._cache.popitem(last=False)
+            self._chars -= dropped
 
     def _encode_counts(self, texts: list[str]) -> list[int]:
         clean = [_valid_text(t) for t in texts]
+        self.encoded += len(clean)
         if len(clean) == 1:
             return [len(self.tokenizer.encode(clean[0], add_special_tokens=False))]
         return [len(e) for e in self.tokenizer.encode_batch(clean, add_special_tokens=False)]
 
-    def count_texts(self, texts: Sequence[str]) -> list[int]:
-        """Token counts of plain texts (no BOS), through the cache; misses are encoded in one batch."""
-        keys = [_digest(t) if t else b"" for t in texts]
-        counts: list[int | None] = [None] * len(texts)
-        todo: dict[bytes, list[int]] = {}
+    def _count_keyed(self, keys: Sequence[Hashable], render: Callable[[int], str],
+                     chars: Callable[[int], int]) -> list[int]:
+        """Counts for items ``i`` with cache key ``keys[i]``; misses are rendered and encoded in one batch."""
+        counts: list[int] = [0] * len(keys)
+        todo: dict[Hashable, list[int]] = {}
+        cache, hits = self._cache, 0
         with self._lock:
             for i, key in enumerate(keys):
-                if not key:
-                    counts[i] = 0
-                elif key in self._cache:
-                    self._cache.move_to_end(key)
-                    counts[i] = self._cache[key]
-                    self.hits += 1
-                else:
+                if key is _EMPTY:
+                    continue
+                entry = cache.get(key)
+                if entry is None:
                     todo.setdefault(key, []).append(i)
-        if todo:
-            new = self._encode_counts([texts[idx[0]] for idx in todo.values()])
-            with self._lock:
-                for (key, idx), n in zip(todo.items(), new):
-                    for i in idx:
-                        counts[i] = n
-                    self.misses += 1
-                    if self.cache_size:
-                        self._cache[key] = n
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
-        return counts  # type: ignore[return-value]
+                else:
+                    cache.move_to_end(key)
+                    counts[i] = entry[0]
+                    hits += 1
+            self.hits += hits
+        if not todo:
+            return counts
+        texts = [render(idx[0]) for idx in todo.values()]
+        new = self._encode_counts(texts)
+        with self._lock:
+            for (key, idx), n in zip(todo.items(), new):
+                for i in idx:
+                    counts[i] = n
+                self._store(key, n, chars(idx[0]))
+        return counts
+
+    # -- text --------------------------------------------------------------------------------------------
+
+    def count_texts(self, texts: Sequence[str]) -> list[int]:
+        """Token counts of plain texts (no BOS), through the cache (keyed by blake2b digests)."""
+        return self._count_keyed([_digest(t) if t else _EMPTY for t in texts], texts.__getitem__, lambda i: 0)
 
     def count_text(self, text: str) -> int:
         return self.count_texts([text])[0]
@@ -104,8 +147,22 @@ class TokenCounter:
 
     def message_counts(self, messages: Sequence[MessageLike]) -> list[int]:
         """Tokens each message adds to the rendering (a system message folded into the next user turn: 0, its
-        text counts in that turn). ``bos_tokens + sum(...) == count(messages)``."""
-        return self.count_texts(self.template.segments(messages))
+        text counts in that turn). ``template.bos_tokens + sum(...) == count(messages)``."""
+        turns_of = getattr(self.template, "turns", None)
+        if turns_of is None:
+            return self.count_texts(self.template.segments(messages))
+        turns = turns_of(messages)
+        keys: list[Hashable] = []
+        append = keys.append
+        for turn in turns:
+            if not turn[0]:
+                append(_EMPTY)
+            elif type(turn[1]) is PlainMessage and not turn[2]:
+                append(turn)  # the common case, inlined from turn_key (this loop runs for every message)
+            else:
+                key = turn_key(turn)
+                append(key if key is not None else _digest(render_turn(turn)))
+        return self._count_keyed(keys, lambda i: render_turn(turns[i]), lambda i: _turn_chars(turns[i]))
 
     def count(self, messages: Sequence[MessageLike]) -> int:
         """Tokens of the whole history as the target sees it, BOS included, no generation prompt."""
@@ -118,11 +175,20 @@ class TokenCounter:
     def clear_cache(self) -> None:
         with self._lock:
             self._cache.clear()
-            self.hits = self.misses = 0
+            self._chars = 0
+            self.hits = self.misses = self.encoded = 0
 
     @property
     def cache_len(self) -> int:
         return len(self._cache)
+
+
+def _turn_chars(turn: Turn) -> int:
+    """Characters of message text a turn key keeps alive (0 for digest keys, which hold none)."""
+    if turn_key(turn) is None:
+        return 0
+    messages = (turn.message, *turn.prefix)
+    return sum(len(m.content or "") + sum(len(c.function.arguments) for c in m.tool_calls or ()) for m in messages)
 
 
 _counters: dict[str, TokenCounter] = {}
@@ -143,4 +209,4 @@ def count_tokens(messages: Sequence[MessageLike | Mapping[str, Any]], tokenizer_
     return get_counter(tokenizer_spec).count(messages)
 
 
-__all__ = ["TokenCounter", "count_tokens", "get_counter", "Gemma3Template"]
+__all__ = ["TokenCounter", "count_tokens", "get_counter"]

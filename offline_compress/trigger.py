@@ -94,8 +94,8 @@ def evaluate_compression(
     messages are encoded. Without one, the default target tokenizer's shared counter is used."""
     parsed = as_messages(messages)
     if counter is None:
-        from .tokens import default_counter
+        from .tokens import get_counter
 
-        counter = default_counter()
+        counter = get_counter()
     tokens = counter.count(parsed)
     return decide(tokens, model_max_tokens, turns_since_last_compression, last_tool_name(parsed), config)

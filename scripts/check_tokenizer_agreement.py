@@ -73,7 +73,7 @@ def collect_texts(paths: Iterable[str | Path]) -> list[tuple[str, str]]:
 
 def _clean(text: str) -> bytes:
     # JSON may hold lone surrogates; send both tokenizers the same valid UTF-8.
-    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace").encode("utf-8")
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
 
 def first_diff(ours: Sequence[int], theirs: Sequence[int]) -> int:
@@ -121,15 +121,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from offline_compress.gguf_tokenizer import load_target_tokenizer
     from offline_compress.model_files import resolve_model
 
+    missing = [str(p) for p in args.paths if not p.exists()]
+    if missing:
+        print(f"no such path: {', '.join(missing)}", file=sys.stderr)
+        return 2
     model = resolve_model(args.model)
     start = time.perf_counter()
     tokenizer = load_target_tokenizer(args.tokenizer or model)
     loaded = time.perf_counter() - start
     llama = open_llama(model)
-    missing = [str(p) for p in args.paths if not p.exists()]
-    if missing:
-        print(f"no such path: {', '.join(missing)}", file=sys.stderr)
-        return 2
     texts = collect_texts(args.paths)
     start = time.perf_counter()
     result = compare(texts, tokenizer, llama)

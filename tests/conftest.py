@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -28,13 +29,15 @@ def model_path() -> Path:
 
 
 @pytest.fixture(scope="session")
-def llama_vocab(model_path: Path) -> Any:
+def llama_vocab(model_path: Path) -> Iterator[Any]:
     """llama.cpp with only the vocabulary loaded: the reference tokenizer."""
     try:
         import llama_cpp
     except ImportError as err:
         pytest.fail(f"llama-cpp-python is required as the reference tokenizer: {err}", pytrace=False)
-    return llama_cpp.Llama(str(model_path), vocab_only=True, verbose=False)
+    llama = llama_cpp.Llama(str(model_path), vocab_only=True, verbose=False)
+    yield llama
+    llama.close()
 
 
 @pytest.fixture(scope="session")
@@ -120,3 +123,11 @@ def fixture_files() -> list[Path]:
 @pytest.fixture(scope="session")
 def fixture_histories() -> dict[str, list[dict[str, Any]]]:
     return {p.name: history_of(p) for p in fixture_files()}
+
+
+@pytest.fixture(scope="session")
+def compressor(model_path: Path) -> Any:
+    """The real compressor (model loaded and grammar compiled once per test session)."""
+    from offline_compress.compressor import Compressor
+
+    return Compressor(model_path)

@@ -88,7 +88,7 @@ def test_hook_archives_then_replaces_and_merges_next_time(compressor, tmp_path):
     history = [m.to_openai() for m in messages]
     snapshot = copy.deepcopy(history)
     archive = tmp_path / "archive.jsonl"
-    hook = CompactionHook(model_max_tokens=20_000, archive_path=archive, compressor=compressor)
+    hook = CompactionHook(model_max_tokens=10_000, archive_path=archive, compressor=compressor)
     new = hook.before_step(history)
     assert history == snapshot  # the caller's list and dicts are untouched
     assert new[0]["role"] == "system" and new[0]["content"].startswith(SUMMARY_PREFIX)

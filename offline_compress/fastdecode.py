@@ -1,0 +1,328 @@
+"""Greedy grammar-constrained decoding that skips grammar-forced tokens.
+
+The Outlines path (``LlamaCppBackend.generate_json``) runs one llama.cpp decode per output token, also where the
+grammar admits exactly one continuation: the draft's keys and punctuation (``{"recent_narrative":"The agent``,
+``","decisions":[``, ``],"task_state":{"completed":[`` ...) are a large share of its output. This loop drives
+llguidance's ``LLMatcher`` directly:
+
+1. ``compute_ff_tokens()``: the tokens the grammar forces from here. llguidance tokenizes the forced bytes
+   canonically and already drops ("chops") a trailing token that a longer token could replace, so every
+   token it returns is safe to commit; the chopped bytes become a token-healing prefix that the next mask
+   enforces (e.g. after ``"The agent`` the next sampled token must start with a space). These tokens are
+   consumed by the matcher and evaluated by llama.cpp together with the previous sampled token, in ONE
+   batch: one decode for the whole run.
+2. Otherwise the token mask is computed (into a preallocated bitmask, no Python objects) while llama.cpp
+   evaluates the pending tokens in a worker thread (both release the GIL), then the greedy token is picked
+   from llama.cpp's own logits buffer (a zero-copy view, nothing copied per step) with the repetition penalty
+   applied on the fly.
+
+Equivalence with the Outlines path. There the matcher is built with ``ff_tokens`` disabled, so while bytes are
+forced its mask is the singleton ``{first ff token}``: the model is made to emit llguidance's canonical
+tokenization of the forced bytes one token at a time. Here the same tokens are appended in one batch, so the
+token sequence, the KV cache and hence the sampled tokens are the same (up to llguidance re-tokenizing a
+forced run after each single token in the Outlines path, which gave the same tokens on every prompt we tried).
+
+Repetition penalty, exactly as llama.cpp's ``penalties`` sampler in the chain llama-cpp-python builds for
+``Llama.__call__(repeat_penalty=p)`` (``penalty_last_n = Llama.last_n_tokens_size = 64``, frequency and
+presence penalties 0): the window holds the last 64 tokens *of this generation* (the sampler is created fresh
+for each call and only ``llama_sampler_sample`` feeds it, with the token it returns, so prompt tokens are
+never in it; forced tokens are, because the Outlines path samples them too). A token in the window (counted
+once however often it occurs) has its logit ``l`` replaced by ``l * p`` if ``l <= 0`` else ``l / p`` (float32),
+after the grammar mask. Greedy: highest logit, ties to the lowest token id (llama.cpp's greedy sampler keeps
+the first maximum of an array in id order). ``penalize_prompt=True`` also seeds the window with the prompt's
+last tokens (not what the Outlines path does; off by default).
+
+Stop: when the matcher stops (nothing but EOS can follow: the draft's closing ``}``), when it is accepting and
+EOS is the greedy choice, on a matcher error, or after ``max_tokens`` output tokens (forced runs are cut to the
+remaining budget, so the bound holds by construction).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+PENALTY_LAST_N = 64  # llama-cpp-python's Llama.last_n_tokens_size default, passed as penalty_last_n
+
+
+@dataclass(frozen=True)
+class DecodeResult:
+    """What one constrained decode produced (tokens exclude the final EOS)."""
+
+    tokens: list[int]
+    forced_tokens: int
+    sampled_tokens: int
+    decode_calls: int  # llama.cpp decode batches during generation (prompt excluded)
+    mask_seconds: float  # time in llguidance: token masks + forced-token computation
+    decode_seconds: float  # time waiting for llama.cpp decodes (not hidden behind mask computation)
+    seconds: float  # whole generation loop, prompt evaluation excluded
+    stop_reason: str  # "grammar" | "eos" | "max_tokens" | "error: ..."
+
+
+# -- masked greedy pick -------------------------------------------------------------------------------------
+def _masked_argmax_numpy(
+    logits: np.ndarray, words: np.ndarray, counts: np.ndarray, penalty: np.float32, n_vocab: int
+) -> int:
+    allowed = np.unpackbits(words.view(np.uint8), bitorder="little")[:n_vocab].view(np.bool_)
+    values = np.where(allowed, logits, np.float32(-np.inf))
+    hit = np.flatnonzero(counts[:n_vocab])
+    if hit.size and penalty != 1.0:
+        v = values[hit]
+        values[hit] = np.where(v <= 0, v * penalty, v / penalty)
+    return int(np.argmax(values))  # first maximum: lowest id
+
+
+def _build_kernel() -> Any:
+    try:
+        import numba
+    except ImportError:  # pragma: no cover - numba is a dependency; numpy fallback is ~5x slower
+        return _masked_argmax_numpy
+
+    @numba.njit(nogil=True, cache=True)
+    def masked_argmax(logits, words, counts, penalty, n_vocab):  # type: ignore[no-untyped-def]
+        best = -1
+        best_v = np.float32(0.0)
+        for w in range(words.shape[0]):
+            word = words[w]
+            if word == 0:
+                continue
+            base = w * 32
+            for b in range(32):
+                if (word >> np.uint32(b)) & np.uint32(1):
+                    i = base + b
+                    if i >= n_vocab:
+                        break
+                    v = logits[i]
+                    if counts[i] > 0:
+                        if v <= np.float32(0.0):
+                            v = v * penalty
+                        else:
+                            v = v / penalty
+                    if best < 0 or v > best_v:
+                        best = i
+                        best_v = v
+        return best
+
+    return masked_argmax
+
+
+_KERNEL: Any = None
+_KERNEL_LOCK = threading.Lock()
+
+
+def masked_argmax(logits: np.ndarray, words: np.ndarray, counts: np.ndarray, penalty: float, n_vocab: int) -> int:
+    """Greedy pick among the tokens whose bit is set in ``words`` (uint32, little-endian bit order, as
+    llguidance writes it); tokens with ``counts > 0`` get the repetition penalty first. -1 if none allowed."""
+    global _KERNEL
+    if _KERNEL is None:
+        with _KERNEL_LOCK:
+            if _KERNEL is None:
+                _KERNEL = _build_kernel()
+    return int(_KERNEL(logits, words, counts, np.float32(penalty), n_vocab))
+
+
+class _PenaltyWindow:
+    """The last ``n`` tokens with per-token counts (llama.cpp's ring buffer ``prev`` + ``token_count``)."""
+
+    def __init__(self, n_vocab: int, n: int) -> None:
+        self.n = n
+        self.ring: deque[int] = deque()
+        self.counts = np.zeros(n_vocab, dtype=np.int32)
+
+    def push(self, token: int) -> None:
+        if self.n <= 0:
+            return
+        if len(self.ring) >= self.n:
+            self.counts[self.ring.popleft()] -= 1
+        self.ring.append(token)
+        self.counts[token] += 1
+
+    def clear(self) -> None:
+        for token in self.ring:
+            self.counts[token] -= 1
+        self.ring.clear()
+
+
+# -- the decoder ----------------------------------------------------------------------------------------------
+class FastJsonDecoder:
+    """Constrained greedy decoding on a loaded ``llama_cpp.Llama``. Build once per model (the llguidance
+    tokenizer over Gemma's 262k vocabulary takes seconds); grammars are compiled once per schema."""
+
+    def __init__(self, llm: Any, tokenizer: Any | None = None, *, overlap: bool = True) -> None:
+        import llama_cpp
+        import llguidance
+        import llguidance.llamacpp
+
+        self.llm = llm
+        self._llama_cpp = llama_cpp
+        self._llg = llguidance
+        self.tokenizer = tokenizer or llguidance.llamacpp.lltokenizer_from_vocab(
+            llama_cpp.llama_model_get_vocab(llm.model)
+        )
+        self.n_vocab = int(llm.n_vocab())
+        self.eos = int(self.tokenizer.eos_token)
+        self.n_words = (self.tokenizer.vocab_size + 31) // 32
+        self._bitmask = np.zeros(self.n_words, dtype=np.uint32)
+        self._matchers: dict[str, Any] = {}
+        self._window = _PenaltyWindow(max(self.n_vocab, self.tokenizer.vocab_size), PENALTY_LAST_N)
+        self.overlap = overlap
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama-decode") if overlap else None
+        masked_argmax(np.zeros(64, np.float32), np.zeros(2, np.uint32), np.zeros(64, np.int32), 1.0, 64)  # JIT
+
+    # grammar ----------------------------------------------------------------------------------------------
+    def grammar(self, schema: dict[str, Any]) -> str:
+        """llguidance grammar for a JSON schema; ``x-guidance`` in the schema (e.g. ``whitespace_flexible``)
+        is read by llguidance's JSON compiler, exactly as for Outlines' ``grammar_from("json_schema", ...)``."""
+        return self._llg.LLMatcher.grammar_from_json_schema(json.dumps(schema))
+
+    def matcher(self, schema: dict[str, Any]) -> Any:
+        """A fresh matcher for ``schema`` (a copy of one compiled on first use)."""
+        key = json.dumps(schema)  # property order is the generation order: keep it
+        template = self._matchers.get(key)
+        if template is None:
+            template = self._llg.LLMatcher(self.tokenizer, self.grammar(schema), log_level=0)
+            if template.is_error():
+                raise ValueError(f"llguidance rejected the schema: {template.get_error()}")
+            self._matchers[key] = template
+        return template.deep_copy()
+
+    # model ------------------------------------------------------------------------------------------------
+    def _logits(self) -> np.ndarray:
+        """The last evaluated position's logits, a view of llama.cpp's buffer (valid until the next decode)."""
+        ptr = self._llama_cpp.llama_get_logits_ith(self.llm._ctx.ctx, -1)
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+
+    def eval_prompt(self, prompt_tokens: Sequence[int]) -> int:
+        """Bring the context to exactly ``prompt_tokens`` with fresh logits for the last one, reusing the
+        longest common prefix already in the KV cache (e.g. a restored prefix state). Returns tokens evaluated."""
+        llm = self.llm
+        n = int(llm.n_tokens)
+        common = 0
+        limit = min(n, len(prompt_tokens))
+        cached = llm.input_ids
+        while common < limit and int(cached[common]) == prompt_tokens[common]:
+            common += 1
+        common = min(common, len(prompt_tokens) - 1)  # always decode at least the last token (fresh logits)
+        llm.n_tokens = common  # llm.eval drops the KV cache from here on
+        llm.eval(list(prompt_tokens[common:]))
+        return len(prompt_tokens) - common
+
+    # decoding ---------------------------------------------------------------------------------------------
+    def decode(
+        self,
+        schema: dict[str, Any],
+        max_tokens: int,
+        *,
+        repeat_penalty: float = 1.0,
+        prompt_tokens: Sequence[int] = (),
+        penalize_prompt: bool = False,
+        batch_forced: bool = True,
+    ) -> DecodeResult:
+        """Greedy constrained decode from the context's current state (call ``eval_prompt`` first).
+
+        ``batch_forced=False`` evaluates forced tokens one decode each, as the Outlines path does (same
+        arithmetic, hence bit-identical logits; for equivalence checks, not speed)."""
+        if max_tokens < 0:
+            raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
+        matcher = self.matcher(schema)
+        window = self._window
+        window.clear()
+        if penalize_prompt:
+            for token in list(prompt_tokens)[-PENALTY_LAST_N:]:
+                window.push(int(token))
+        words = self._bitmask
+        ptr, size = words.ctypes.data, words.size * 4
+        out: list[int] = []
+        pending: list[int] = []  # consumed by the matcher, not yet evaluated by llama.cpp
+        forced = sampled = decode_calls = 0
+        mask_s = decode_s = 0.0
+        stop = "max_tokens"
+        start = time.perf_counter()
+        try:
+            while len(out) < max_tokens:
+                t0 = time.perf_counter()
+                ff = matcher.compute_ff_tokens()
+                mask_s += time.perf_counter() - t0
+                if ff:
+                    ff = ff[: max_tokens - len(out)]
+                    if not matcher.consume_tokens(ff):
+                        stop = f"error: {matcher.get_error()}"
+                        break
+                    for token in ff:
+                        window.push(token)
+                    out += ff
+                    pending += ff
+                    forced += len(ff)
+                    if not batch_forced:
+                        for token in pending:
+                            self.llm.eval([token])
+                            decode_calls += 1
+                        pending = []
+                    continue
+                if matcher.is_stopped():
+                    stop = "grammar" if not matcher.is_error() else f"error: {matcher.get_error()}"
+                    break
+                # One decode of everything pending, the mask computed meanwhile.
+                future = None
+                if pending:
+                    decode_calls += 1
+                    if self._pool is not None:
+                        future = self._pool.submit(self.llm.eval, pending)
+                    else:
+                        t0 = time.perf_counter()
+                        self.llm.eval(pending)
+                        decode_s += time.perf_counter() - t0
+                    pending = []
+                t0 = time.perf_counter()
+                matcher.unsafe_compute_mask_ptr(ptr, size)
+                t1 = time.perf_counter()
+                mask_s += t1 - t0
+                if future is not None:
+                    future.result()
+                    decode_s += time.perf_counter() - t1
+                if matcher.is_error():
+                    stop = f"error: {matcher.get_error()}"
+                    break
+                token = masked_argmax(self._logits(), words, window.counts, repeat_penalty, self.n_vocab)
+                if token < 0:
+                    stop = "error: empty mask"
+                    break
+                if token == self.eos:
+                    stop = "eos"
+                    break
+                if not matcher.consume_token(token):
+                    stop = f"error: {matcher.get_error()}"
+                    break
+                window.push(token)
+                out.append(token)
+                pending.append(token)
+                sampled += 1
+            else:
+                if matcher.is_stopped() and not matcher.is_error():
+                    stop = "grammar"
+        finally:
+            window.clear()
+        # Whatever is still pending stays un-evaluated: the KV cache ends at the last evaluated token, and
+        # llm.n_tokens says so (llm.eval keeps it in step), so the context is consistent for the next call.
+        return DecodeResult(
+            tokens=out,
+            forced_tokens=forced,
+            sampled_tokens=sampled,
+            decode_calls=decode_calls,
+            mask_seconds=mask_s,
+            decode_seconds=decode_s,
+            seconds=time.perf_counter() - start,
+            stop_reason=stop,
+        )
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
