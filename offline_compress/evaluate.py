@@ -88,9 +88,8 @@ import json
 import re
 import statistics
 import sys
-import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -236,7 +235,7 @@ def raw_tool_calls(messages: Sequence[Message]) -> list[RawCall]:
                 if tc.id:
                     by_id[tc.id] = len(calls)
                 calls.append(RawCall(i, tc.function.name, command, tc.function.arguments, open_file=open_file))
-                open_file = _opened(command, open_file)
+                open_file = _opened(tc.function.name, command, tc.function.arguments, open_file)
             continue
         if m.role == "assistant":
             blocks = _FENCED.findall(m.text)
@@ -246,7 +245,7 @@ def raw_tool_calls(messages: Sequence[Message]) -> list[RawCall]:
                 code = _exit_code(nxt.text) if nxt is not None and nxt.role == "user" and _RETURNCODE.match(nxt.text) else None
                 answered = nxt is not None and nxt.role == "user" and is_harness_output(messages, i + 1)
                 calls.append(RawCall(i, "bash", command, "", i + 1 if answered else None, code, open_file))
-                open_file = _opened(command, open_file)
+                open_file = _opened("bash", command, "", open_file)
             continue
         if m.role == "tool":
             slot = by_id.pop(m.tool_call_id, None) if m.tool_call_id else None
@@ -264,10 +263,20 @@ def raw_tool_calls(messages: Sequence[Message]) -> list[RawCall]:
     return calls
 
 
-def _opened(command: str, current: str) -> str:
+def _opened(call_name: str, command: str, arguments: str, current: str) -> str:
+    """The file open in SWE-agent's editor after ``open X`` / ``create X`` (text action or function call)."""
     words = command.split()
     if len(words) >= 2 and words[0] in ("open", "create"):
         return words[1].strip("\"'")
+    if call_name in ("open", "create"):
+        try:
+            value = json.loads(arguments)
+        except ValueError:
+            return current
+        if isinstance(value, Mapping):
+            for key in ("path", "filename", "file_name", "file"):
+                if isinstance(value.get(key), str) and value[key]:
+                    return value[key]
     return current
 
 
@@ -330,10 +339,11 @@ def tool_matches(tool: str, call: RawCall) -> bool:
 
 
 def target_matches(target: str, call: RawCall) -> bool:
+    """Every word of the target (less a final "…"; "." is the implicit working directory) occurs in the call."""
     t = target[:-1] if target.endswith("…") else target
     hay = _norm_loose(call.haystack)
-    pieces = [_norm_loose(p) for p in _PIECE_SPLIT.split(t)]
-    return all(p in hay for p in pieces if p)
+    words = [w for piece in _PIECE_SPLIT.split(t) for w in _norm_loose(piece).split()]
+    return all(w in hay for w in words if w != ".")
 
 
 def entry_covers(entry: S.ToolCallSummary, call: RawCall) -> bool:
@@ -365,17 +375,19 @@ _WRITE_HINT = re.compile(
 )
 
 
+_EDITS_OPEN_FILE = ("edit", "insert", "append")
+
+
 def call_writes(call: RawCall, path: str) -> bool:
-    """The call's text names ``path`` (or it edits the open file ``path``) together with a write."""
-    hay = call.haystack
-    if path not in hay and not path_names(call.open_file, path):
+    """The call's text names ``path`` together with a write, or it edits the open file ``path``."""
+    own = "\n".join([call.command, *_string_values(call.arguments), call.arguments])
+    first = call.command.split()[:1]
+    if path_names(call.open_file, path) and (call.name in _EDITS_OPEN_FILE or first and first[0] in _EDITS_OPEN_FILE):
+        return True
+    if path not in own:
         return False
     redirect = re.compile(r">>?\s*['\"]?[^\s'\"|;&<>]*" + re.escape(path) + r"(?![\w./-])")
-    if redirect.search(hay):
-        return True
-    if path_names(call.open_file, path) and call.command.split()[:1] in (["edit"], ["insert"], ["append"]):
-        return True
-    return path in hay and _WRITE_HINT.search(hay) is not None
+    return redirect.search(own) is not None or _WRITE_HINT.search(own) is not None
 
 
 # ---------------------------------------------------------------------------------------------- scoring
@@ -534,7 +546,7 @@ def load_must_keep(path: str | Path) -> list[str]:
     return [x["text"] if isinstance(x, Mapping) else str(x) for x in items]
 
 
-def find_trajectories(paths: Sequence[str | Path], note: Any = None) -> tuple[list[Path], list[dict[str, str]]]:
+def find_trajectories(paths: Sequence[str | Path]) -> tuple[list[Path], list[dict[str, str]]]:
     """Files to evaluate (directories walked for .json/.traj/.md) and the ones skipped by name. Raises
     ``InputError`` for a path that does not exist."""
     files: list[Path] = []
@@ -616,12 +628,21 @@ def evaluate_history(
                       "prompt_tokens": s.prompt_tokens, "generated_tokens": s.generated_tokens}
     row["clipped_items"] = s.clipped_items
     row["draft_valid"] = s.draft_valid
-    _explain(row, facts, context)
+    _explain(row, facts, context, part)
     return row
 
 
-def _explain(row: dict[str, Any], facts: Any, context: S.CompressedContext) -> None:
+def _explain(row: dict[str, Any], facts: Any, context: S.CompressedContext, part: Sequence[Message]) -> None:
     """Say why each miss happened, from the extractor's facts (diagnosis only, never the score)."""
+    unread = [m for m in row["constraints"]["missed"] if m["why"] == "not among the extractor's candidates"]
+    if unread:
+        from .extract import MAX_CONSTRAINTS, extract_constraints
+
+        unlimited = extract_constraints(part, limit=1 << 30)
+        for m in unread:
+            rank = next((k for k, c in enumerate(unlimited) if m["phrase"] in c.text), None)
+            m["why"] = (f"a candidate of rank {rank + 1}, beyond the extractor's limit of {MAX_CONSTRAINTS}" if rank is not None
+                        else "the extractor does not read it as an instruction (no marker, or inside a code block/example)")
     events = {e.call_index: e for e in facts.tool_events}
     fa_idx = {f.call_index for f in facts.failed_attempts}
     for miss in row["failed"]["missed"]:
@@ -832,13 +853,13 @@ def run_eval(
             continue
         loaded.append((f, fmt, messages))
     for s in skipped:
-        _note(f"skipped {s['path']} ({s['why'][:120]})", progress)
+        _note(f"skipped {s['path']} ({s['why'][:120]})")
     if not loaded:
         raise InputError("no trajectories found", source=", ".join(map(str, paths)) or "<no paths>")
     if compressor is None:
         from .compressor import Compressor
 
-        _note("loading the model and compiling the grammar (once)", progress)
+        _note("loading the model and compiling the grammar (once)")
         compressor = Compressor(model, keep_last=keep_last, n_threads=threads)
     counter = get_counter()
     rows: list[dict[str, Any]] = []
@@ -850,25 +871,31 @@ def run_eval(
             result = compressor.compress_detailed(messages, keep_last=keep_last)
         except EmptyHistoryError as err:
             rows.append(base | {"error": f"nothing to compress: {err.problem[:100]}"})
-            bar.write(f"offline-compress eval: {f}: nothing to compress with --keep-last {keep_last}", file=sys.stderr) if progress else None
+            _note(f"{f}: nothing to compress with --keep-last {keep_last}")
             continue
         row = evaluate_history(messages, result, phrases=phrases, raw=_raw_json(f), counter=counter)
         row["summary"] = json.loads(result.context.to_json())
         rows.append(base | row)
     injection = None
     if injection_dir is not None and Path(injection_dir).is_dir():
-        _note(f"injection corpus: {injection_dir}", progress)
+        _note(f"injection corpus: {injection_dir}")
         injection = evaluate_injection_dir(Path(injection_dir), compressor)
     agg = aggregate(rows, injection)
     return {"keep_last": keep_last, "must_keep": str(must_keep), "trajectories": rows, "skipped": skipped,
             "injection": injection, "aggregate": agg}
 
 
-def _note(message: str, progress: bool = True) -> None:
-    print(f"offline-compress eval: {message}", file=sys.stderr, flush=True)
+def _note(message: str) -> None:
+    """A line on stderr (through tqdm, so that a progress bar on the same stream is not broken)."""
+    from tqdm import tqdm
+
+    tqdm.write(f"offline-compress eval: {message}", file=sys.stderr)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    if args.keep_last < 0:
+        print("offline-compress eval: error: --keep-last must be >= 0", file=sys.stderr)
+        return 2
     report = run_eval(
         args.paths, model=args.model, keep_last=args.keep_last, threads=args.threads, must_keep=args.must_keep,
         injection_dir=None if args.no_injection else args.injection,
@@ -914,9 +941,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.keep_last < 0:
-        print("offline-compress eval: error: --keep-last must be >= 0", file=sys.stderr)
-        return 2
     try:
         return args.func(args)
     except (OfflineCompressError, ValueError) as err:

@@ -10,13 +10,14 @@ llama.cpp tokenises a SentencePiece-style vocabulary (``tokenizer.ggml.model == 
 
 We rebuild that as a ``tokenizers`` BPE: merges ``(left, right)`` for every split of every vocab token into two
 vocab tokens, ranked by the score of the merged token (so rank order == score order), ``byte_fallback=True``,
-normalizer ``Replace(' ', '▁')`` and the special tokens as added tokens matched on the *raw* text
-(``normalized=False``), as llama.cpp does. Two differences are only theoretical for Gemma 3 and are checked by
-``scripts/check_tokenizer_agreement.py``: ``tokenizers`` matches added tokens leftmost-longest (llama.cpp:
-longest-first; they differ only for overlapping special tokens, which Gemma 3 has none of except homogeneous
-whitespace runs, where both give the same split), and it breaks score ties between different splits of one token
-by rank instead of position. (transformers' GGUF converter does not do step 1 on raw text, hence its mismatches
-on whitespace runs.)
+normalizer ``Replace(' ', '▁')``, and the special tokens as added tokens matched on the *raw* text
+(``normalized=False``) as llama.cpp does; a rebuild that leaves the user-defined whitespace tokens to the BPE gets
+every run of 2+ spaces wrong. The rebuild is exact under three conditions, checked at derivation time
+(``exactness_problems``; a RuntimeWarning otherwise) and all true for Gemma 3: mergeable tokens have distinct
+scores (a BPE breaks ties by rank, llama.cpp by position), every character of a mergeable token is a token
+itself, and special tokens do not overlap (``tokenizers`` cuts them leftmost-longest, llama.cpp longest-first;
+same-character runs such as Gemma's whitespace tokens split identically either way).
+``scripts/check_tokenizer_agreement.py`` checks the result against llama.cpp on real histories.
 
 Deriving is slow (~25 s for Gemma 3's 262k tokens on 2 cores, mostly ``GGUFReader`` parsing the arrays), so the
 result is written once next to the GGUF as ``<name>.tokenizer.json``, loaded from there afterwards (~2 s), and

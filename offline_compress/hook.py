@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from .archive import archive_messages
 from .compressor import DEFAULT_KEEP_LAST, Compressor, default_compressor, split_previous_summary, summary_message
 from .cut import cut_index
-from .messages import as_messages
+from .messages import MessageCache, as_messages
 from .schema import CompressedContext
 from .trigger import CompressionDecision, TriggerConfig, evaluate_compression
 
@@ -64,6 +64,7 @@ class CompactionHook:
         self.metrics: list[CompactionMetrics] = []
         self.last_decision: CompressionDecision | None = None
         self.summary: CompressedContext | None = None
+        self._messages = MessageCache()
 
     @property
     def compressor(self) -> Compressor:
@@ -74,7 +75,7 @@ class CompactionHook:
     def before_step(self, messages: Sequence[Mapping[str, Any]]) -> list[Any]:
         """Return the history to send: ``messages`` itself (as a new list) or ``[summary, *recent]``."""
         originals = list(messages)
-        parsed = as_messages(originals)
+        parsed = self._messages.parse(originals)
         decision = evaluate_compression(
             parsed, self.model_max_tokens, self.turns_since_last_compression, config=self.trigger, counter=self.counter
         )

@@ -119,3 +119,30 @@ def parse_messages(raw: Any, *, source: str = "<messages>", allow_empty: bool = 
 def as_messages(messages: Iterable[Message | Mapping[str, Any]], *, source: str = "<messages>") -> list[Message]:
     """Public entry points accept dicts or Messages; this turns either into validated Messages."""
     return parse_messages(list(messages), source=source)
+
+
+class MessageCache:
+    """Validates a growing history incrementally: a message whose raw dict equals the one seen at the same
+    position last time (a shallow comparison, which is O(1) per unchanged string) is not validated again.
+
+    Agent loops append to their history; re-validating every message at every step would cost more than the
+    exact token count itself. A message edited in place in a nested list (content parts) is not noticed."""
+
+    def __init__(self) -> None:
+        self._raw: list[Any] = []
+        self._parsed: list[Message] = []
+
+    def parse(self, messages: Sequence[Message | Mapping[str, Any]], *, source: str = "<messages>") -> list[Message]:
+        raw = list(messages)
+        if not raw:
+            raise InputError("the history is empty", source=source)
+        same = 0
+        for new, old in zip(raw, self._raw):
+            if new is not old and new != old:
+                break
+            same += 1
+        parsed = self._parsed[:same] + [parse_message(m, index=i, source=source) for i, m in enumerate(raw) if i >= same]
+        # Shallow copies: an agent that replaces a message's content in place is noticed next time.
+        self._raw = [m if isinstance(m, Message) else dict(m) for m in raw]
+        self._parsed = parsed
+        return parsed

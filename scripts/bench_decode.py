@@ -128,6 +128,25 @@ def run_fast(backend: LlamaCppBackend, prefix: str, suffix: str, schema: dict) -
             "mask_seconds": gen.mask_seconds, "stop": gen.stop_reason}
 
 
+def run_fast_variant(backend: LlamaCppBackend, prefix: str, suffix: str, schema: dict, *, overlap: bool,
+                     batch_forced: bool) -> dict:
+    """The fast loop with one of its two mechanisms switched off (same decoder, same process)."""
+    dec = backend.fast_decoder()
+    pool = dec._pool
+    if not overlap:
+        dec._pool = None
+    try:
+        prompt = prompt_ready(backend, prefix, suffix)
+        r = dec.decode(schema, DEFAULT_MAX_TOKENS, repeat_penalty=REPEAT_PENALTY, prompt_tokens=prompt,
+                       batch_forced=batch_forced)
+    finally:
+        dec._pool = pool
+    text = backend.llm.detokenize(r.tokens, prev_tokens=prompt).decode("utf-8", errors="ignore")
+    return {"text": text, "tokens": len(r.tokens), "decodes": r.decode_calls, "seconds": r.seconds,
+            "forced": r.forced_tokens, "sampled": r.sampled_tokens, "mask_seconds": r.mask_seconds,
+            "stop": r.stop_reason}
+
+
 def valid(text: str) -> bool:
     try:
         Draft.model_validate_json(text)
@@ -154,23 +173,25 @@ def main() -> None:
     for name, prefix, suffix in prompts:
         b0 = run_outlines(backend, prefix, suffix, schema)  # warm-up + N
         n = b0["tokens"]
-        runs: dict[str, list[dict]] = {"a": [], "a2": [], "b": [], "c": []}
+        runs: dict[str, list[dict]] = {k: [] for k in ("a", "a2", "b", "c", "c_seq", "c_1by1")}
         fns = {
             "a": lambda: run_unconstrained_numpy(backend, prefix, suffix, n),
             "a2": lambda: run_unconstrained_sampler(backend, prefix, suffix, n),
             "b": lambda: run_outlines(backend, prefix, suffix, schema),
             "c": lambda: run_fast(backend, prefix, suffix, schema),
+            "c_seq": lambda: run_fast_variant(backend, prefix, suffix, schema, overlap=False, batch_forced=True),
+            "c_1by1": lambda: run_fast_variant(backend, prefix, suffix, schema, overlap=True, batch_forced=False),
         }
         order = list(fns)
         for rep in range(args.reps):
-            for key in order[rep % 4:] + order[: rep % 4]:
+            for key in order[rep % len(order):] + order[: rep % len(order)]:
                 runs[key].append(fns[key]())
         med = {k: statistics.median(r["seconds"] for r in v) for k, v in runs.items()}
         texts_b = {r["text"] for r in runs["b"]}
         texts_c = {r["text"] for r in runs["c"]}
         c0 = runs["c"][0]
         rate = {k: runs[k][0]["tokens"] / med[k] for k in med}
-        per_tok = {k: med[k] / max(runs[k][0]["decodes"], 1) for k in ("a", "a2", "b")}
+        per_tok = {k: med[k] / max(runs[k][0]["decodes"], 1) for k in runs}
         row = {
             "prompt": name,
             "prompt_tokens": len(backend.tokenize(prefix + suffix, add_bos=True)),
@@ -195,6 +216,10 @@ def main() -> None:
             "b_valid": all(valid(t) for t in texts_b),
             "c_valid": all(valid(t) for t in texts_c),
             "c_equals_b": texts_b == texts_c,
+            "c_1by1_equals_b": texts_b == {r["text"] for r in runs["c_1by1"]},
+            "c_seq_equals_c": texts_c == {r["text"] for r in runs["c_seq"]},
+            "overhead_c_1by1_vs_a": per_tok["c_1by1"] / per_tok["a"] - 1,
+            "effective_ratio_c_seq_vs_a": rate["c_seq"] / rate["a"],
             "text_b": runs["b"][0]["text"],
             "text_c": c0["text"],
         }

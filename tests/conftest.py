@@ -58,61 +58,11 @@ def agreement_script() -> ModuleType:
     return module
 
 
-def _openhands(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for ev in events:
-        meta = ev.get("tool_call_metadata") or {}
-        if "observation" in ev:
-            msg = {"role": "tool", "content": str(ev.get("content", ""))}
-            if meta.get("tool_call_id"):
-                msg["tool_call_id"] = meta["tool_call_id"]
-            if meta.get("function_name"):
-                msg["name"] = meta["function_name"]
-            out.append(msg)
-        elif ev.get("source") == "user":
-            out.append({"role": "user", "content": str(ev.get("message", ""))})
-        else:
-            msg = {"role": "assistant", "content": str(ev.get("message", ""))}
-            if meta.get("function_name"):
-                msg["tool_calls"] = [{"id": meta.get("tool_call_id"), "type": "function",
-                                      "function": {"name": meta["function_name"],
-                                                   "arguments": json.dumps(ev.get("args", {}))}}]
-            out.append(msg)
-    return out
-
-
-def _aider(text: str) -> list[dict[str, Any]]:
-    """'#### ' lines are the user, '> ' lines console output (given to the model as user text), the rest the
-    assistant; consecutive lines of one role form one message."""
-    out: list[dict[str, Any]] = []
-    for line in text.splitlines(keepends=True):
-        if line.startswith("# aider chat started"):
-            continue
-        role = "user" if line.startswith(("#### ", "> ")) else "assistant"
-        if out and out[-1]["role"] == role:
-            out[-1]["content"] += line
-        else:
-            out.append({"role": role, "content": line})
-    return [m for m in out if m["content"].strip()]
-
-
 def history_of(path: Path) -> list[dict[str, Any]]:
-    """A fixture trajectory as OpenAI-format messages (a small importer, enough for counting tests)."""
-    if path.suffix == ".md":
-        return _aider(path.read_text(encoding="utf-8"))
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if isinstance(data, list) and data and "role" not in data[0]:
-        return _openhands(data)
-    if isinstance(data, dict):
-        data = data.get("messages") or [m for m in data.get("history", []) if not m.get("is_demo")]
-    keep = ("role", "content", "tool_calls", "tool_call_id", "name")
-    out = []
-    for m in data:
-        msg = {k: m[k] for k in keep if m.get(k) is not None}
-        if msg.get("role") == "tool" and "tool_call_id" not in msg and m.get("tool_call_ids"):
-            msg["tool_call_id"] = m["tool_call_ids"][0]
-        out.append(msg)
-    return out
+    """A fixture trajectory as OpenAI-format dicts, through the project's own importers."""
+    from offline_compress.formats import load_history
+
+    return [m.to_openai() for m in load_history(path)]
 
 
 def fixture_files() -> list[Path]:

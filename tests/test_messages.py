@@ -64,3 +64,19 @@ def test_validation_never_touches_the_callers_dicts():
     snapshot = json.dumps(raw)
     as_messages(raw)
     assert json.dumps(raw) == snapshot
+
+
+def test_message_cache_revalidates_only_what_changed():
+    from offline_compress.messages import MessageCache
+
+    cache = MessageCache()
+    history = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    first = cache.parse(history)
+    history.append({"role": "user", "content": "c"})
+    second = cache.parse(history)
+    assert second[0] is first[0] and second[1] is first[1] and second[2].text == "c"
+    history[1]["content"] = "edited in place"  # noticed: the cache compares with a copy
+    assert cache.parse(history)[1].text == "edited in place"
+    history[2]["role"] = "robot"
+    with pytest.raises(InputError, match="message 2"):
+        cache.parse(history)

@@ -1,0 +1,367 @@
+"""``offline-compress bench``: measure, side by side with a baseline in the same run, and write
+``results.json``, ``results.md`` and ``chart.png`` under a results folder.
+
+Sections (each row says what ran, so numbers from different machines are never mixed up):
+- trigger: per-step cost of the exact token count at 8k / 32k / 128k-token histories, incremental (cached per
+  message, what the hook does) vs re-rendering and re-encoding the whole history each step (the seed design);
+- compression: latency on real trajectories (median, p95), split into prompt processing, generation and grammar
+  (mask) time; peak resident memory;
+- decoding: unconstrained greedy vs Outlines-constrained vs our forced-token loop, tokens/s on the same prompt;
+- threads 1..N (prompt processing and generation rates) and prefix cache on/off;
+- naive: the whole history JSON-dumped into the prompt (the seed) vs ours, same trajectories;
+- GPU (n_gpu_layers=-1) when llama-cpp-python was built with CUDA; the report names the backend that ran.
+
+Medians, not means: these machines are noisy. No timing is asserted anywhere; this only measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+SHARED = REPO.parent / "shared" / "trajectories"
+
+
+def log(message: str) -> None:
+    tqdm.write(f"bench: {message}", file=sys.stderr)
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def p95(values: Sequence[float]) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def machine() -> dict[str, Any]:
+    import llama_cpp
+
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": cpu or platform.processor(),
+        "cores_available": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "python": platform.python_version(),
+        "llama_cpp_python": llama_cpp.__version__,
+        "gpu_offload_supported": bool(llama_cpp.llama_supports_gpu_offload()),
+        "load_average_at_start": os.getloadavg() if hasattr(os, "getloadavg") else None,
+    }
+
+
+# -- trigger -----------------------------------------------------------------------------------------------
+def trajectory_files(paths: Sequence[str] | None, quick: bool) -> list[Path]:
+    if paths:
+        found: list[Path] = []
+        for p in map(Path, paths):
+            found += sorted(x for x in p.rglob("*") if x.is_file()) if p.is_dir() else [p]
+    else:
+        base = SHARED if SHARED.exists() else FIXTURES
+        found = sorted(x for x in base.rglob("*.traj.json"))
+    if quick:
+        found = [p for p in found if p.name == "github_issue.traj.json"] or found[:1]
+    return found
+
+
+def synthetic_history(messages: list[dict[str, Any]], target_tokens: int, counter: Any) -> list[dict[str, Any]]:
+    """Real messages repeated until ``target_tokens``, each made unique (so no cache entry is shared)."""
+    history: list[dict[str, Any]] = []
+    i = 0
+    while True:
+        m = dict(messages[i % len(messages)])
+        if i >= len(messages):
+            m["content"] = f"{m.get('content') or ''}\n[repeat {i}]"
+        history.append(m)
+        i += 1
+        if i % 16 == 0 and counter.count(history) >= target_tokens:
+            return history
+
+
+def bench_trigger(sizes: Sequence[int], steps: int) -> list[dict[str, Any]]:
+    from .chat_template import render
+    from .formats import load_history
+    from .messages import MessageCache
+    from .tokens import TokenCounter
+
+    counter_for_building = TokenCounter()
+    source = [m.to_openai() for m in load_history(FIXTURES / "mini-swe-agent" / "psf__requests-2317.traj.json")]
+    rows = []
+    for size in sizes:
+        history = synthetic_history(source, size, counter_for_building)
+        counter = TokenCounter(counter_for_building.tokenizer)  # fresh cache: what a new session has
+        cache = MessageCache()
+        counter.count(cache.parse(history))  # earlier steps of the session filled the cache
+        tokenizer, template = counter.tokenizer, counter.template
+        incremental, full = [], []
+        for step in range(steps):
+            history = history + [{"role": "user" if step % 2 else "assistant", "content": f"step {step}: " + "ok " * 40}]
+            t_inc, n_inc = timed(lambda: counter.count(cache.parse(history)))
+            # The seed design: render the whole history and encode it all, every step.
+            t_full, n_full = timed(lambda: 1 + len(tokenizer.encode(render(template, history), add_special_tokens=False)))
+            if n_inc != n_full:
+                raise AssertionError(f"counts differ at {size}: incremental {n_inc} vs full {n_full}")
+            incremental.append(t_inc)
+            full.append(t_full)
+        rows.append({
+            "history_tokens": n_inc,
+            "messages": len(history),
+            "incremental_ms_median": 1000 * median(incremental),
+            "full_reencode_ms_median": 1000 * median(full),
+            "ratio": median(full) / median(incremental),
+            "counts_equal": True,
+        })
+        log(f"trigger at {n_inc} tokens: incremental {rows[-1]['incremental_ms_median']:.2f} ms, "
+            f"full {rows[-1]['full_reencode_ms_median']:.1f} ms ({rows[-1]['ratio']:.0f}x)")
+    return rows
+
+
+# -- compression -------------------------------------------------------------------------------------------
+def bench_compression(compressor: Any, files: Sequence[Path], repeats: int) -> list[dict[str, Any]]:
+    from .formats import load_history
+    from .tokens import get_counter
+
+    counter = get_counter()
+    rows = []
+    for path in tqdm(files, desc="compress", file=sys.stderr):
+        try:
+            messages = load_history(path)
+        except Exception as err:  # a file in no known format is not a benchmark input
+            log(f"skipped {path.name}: {err}")
+            continue
+        if len(messages) <= compressor.keep_last + 1:
+            continue
+        runs = [compressor.compress_detailed(messages) for _ in range(repeats)]
+        s = [r.stats for r in runs]
+        rows.append({
+            "trajectory": path.name,
+            "history_tokens": counter.count(messages),
+            "compressed_messages": s[0].messages_compressed,
+            "prompt_tokens": s[0].prompt_tokens,
+            "generated_tokens": s[0].generated_tokens,
+            "forced_tokens": getattr(s[0], "forced_tokens", 0),
+            "total_s": median([x.total_seconds for x in s]),
+            "prompt_s": median([x.prompt_seconds for x in s]),
+            "generation_s": median([x.generation_seconds for x in s]),
+            "grammar_s": median([x.grammar_seconds for x in s]),
+            "same_bytes": len({r.context.to_json() for r in runs}) == 1,
+        })
+    return rows
+
+
+def bench_prefix_cache(compressor: Any, path: Path, repeats: int) -> dict[str, Any]:
+    from .formats import load_history
+
+    messages = load_history(path)
+    backend = compressor.backend
+    cold, warm = [], []
+    for _ in range(repeats):
+        backend._prefix_states.clear()  # noqa: SLF001 - the benchmark switches the cache off on purpose
+        cold.append(compressor.compress_detailed(messages).stats.prompt_seconds)
+        warm.append(compressor.compress_detailed(messages).stats.prompt_seconds)
+    return {"trajectory": path.name, "prompt_s_cache_off": median(cold), "prompt_s_cache_on": median(warm),
+            "prefix_tokens": compressor.backend.count(compressor.prefix)}
+
+
+def bench_threads(backend: Any, prompt_tokens: list[int], gen_tokens: int) -> list[dict[str, Any]]:
+    """Prompt processing and (unconstrained greedy) generation rates for 1..N threads on one loaded model."""
+    import llama_cpp
+
+    from .fastdecode import unconstrained_greedy
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    rows = []
+    for n in range(1, cores + 1):
+        llama_cpp.llama_set_n_threads(backend.llm.ctx, n, n)
+        backend.llm.reset()
+        t_pp, _ = timed(lambda: backend.llm.eval(prompt_tokens))
+        result = unconstrained_greedy(backend.llm, gen_tokens)
+        rows.append({"threads": n, "prompt_tok_s": len(prompt_tokens) / t_pp, "gen_tok_s": result["tokens_per_s"]})
+        log(f"threads {n}: prompt {rows[-1]['prompt_tok_s']:.0f} tok/s, generation {rows[-1]['gen_tok_s']:.1f} tok/s")
+    llama_cpp.llama_set_n_threads(backend.llm.ctx, backend.n_threads, backend.n_threads)
+    return rows
+
+
+def memory_bandwidth_gb_s(size_mb: int = 512, repeats: int = 5) -> float:
+    """Single-stream copy bandwidth (bytes read + written per second), as a STREAM-like copy with numpy."""
+    import numpy as np
+
+    src = np.ones(size_mb * (1 << 20) // 8)
+    dst = np.empty_like(src)
+    best = min(timed(lambda: np.copyto(dst, src))[0] for _ in range(repeats))
+    return 2 * src.nbytes / best / 1e9
+
+
+def bench_naive(compressor: Any, files: Sequence[Path], n_ctx: int) -> list[dict[str, Any]]:
+    """The seed design: the whole history JSON-dumped into the prompt (cut to fit the window), same grammar,
+    same model, on a context big enough to hold it. Ours runs on the same files in the same process."""
+    from .backend import LlamaCppBackend
+    from .cut import cut_index
+    from .formats import load_history
+    from .prompt import closing, fixed_prefix
+
+    naive = LlamaCppBackend(compressor.backend.model_path, n_ctx=n_ctx, n_threads=compressor.backend.n_threads)
+    prefix = fixed_prefix(naive.chat_template is not None)
+    rows = []
+    for path in tqdm(files, desc="naive", file=sys.stderr):
+        messages = load_history(path)
+        cut = cut_index(messages, compressor.keep_last)
+        if cut == 0:
+            continue
+        dumped = json.dumps([m.to_openai() for m in messages[:cut]], ensure_ascii=False)
+        room = n_ctx - compressor.max_tokens - naive.count(prefix) - 64
+        tokens = naive.tokenize(dumped)
+        truncated = len(tokens) > room
+        if truncated:
+            dumped = naive.llm.detokenize(tokens[-room:]).decode("utf-8", errors="ignore")
+        naive_s, gen = timed(lambda: naive.generate_json(prefix, dumped + closing(False), compressor.schema,
+                                                         compressor.max_tokens, compressor.repeat_penalty))
+        ours_s, _ = timed(lambda: compressor.compress_detailed(messages))
+        rows.append({"trajectory": path.name, "naive_prompt_tokens": gen.prompt_tokens, "naive_truncated": truncated,
+                     "naive_s": naive_s, "ours_s": ours_s, "speedup": naive_s / ours_s})
+        log(f"naive {path.name}: {naive_s:.1f} s vs ours {ours_s:.1f} s ({naive_s / ours_s:.1f}x)")
+    del naive
+    return rows
+
+
+# -- report ------------------------------------------------------------------------------------------------
+def _table(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "(none)\n"
+    keys = list(rows[0])
+    fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(fmt(r.get(k, "")) for k in keys) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(results: dict[str, Any], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    md = [f"# offline_compress benchmark\n\n{json.dumps(results['machine'])}\n"]
+    for key, value in results.items():
+        if key == "machine":
+            continue
+        md.append(f"\n## {key}\n\n")
+        md.append(_table(value) if isinstance(value, list) else _table([value]))
+    (out / "results.md").write_text("".join(md))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib not installed: no chart (pip install 'offline_compress[bench]')")
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    trig = results.get("trigger", [])
+    if trig:
+        labels = [f"{r['history_tokens'] // 1000}k" for r in trig]
+        x = range(len(trig))
+        axes[0].bar([i - 0.2 for i in x], [r["full_reencode_ms_median"] for r in trig], 0.4, label="full re-encode")
+        axes[0].bar([i + 0.2 for i in x], [r["incremental_ms_median"] for r in trig], 0.4, label="incremental")
+        axes[0].set_xticks(list(x), labels)
+        axes[0].set_yscale("log")
+        axes[0].set_ylabel("ms per agent step (median)")
+        axes[0].set_title("trigger: exact token count")
+        axes[0].legend()
+    comp = results.get("naive_vs_ours") or []
+    if comp:
+        x = range(len(comp))
+        axes[1].bar([i - 0.2 for i in x], [r["naive_s"] for r in comp], 0.4, label="naive (history in prompt)")
+        axes[1].bar([i + 0.2 for i in x], [r["ours_s"] for r in comp], 0.4, label="ours")
+        axes[1].set_xticks(list(x), [r["trajectory"].split(".")[0][:14] for r in comp], rotation=30, ha="right")
+        axes[1].set_ylabel("seconds per compression")
+        axes[1].set_title("compression latency")
+        axes[1].legend()
+    fig.tight_layout()
+    fig.savefig(out / "chart.png", dpi=110)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .compressor import Compressor
+
+    quick = args.quick
+    out = Path(args.out or REPO / "bench-results" / datetime.now().strftime("%Y%m%d-%H%M%S"))
+    results: dict[str, Any] = {"machine": machine()}
+    results["machine"]["mode"] = "quick" if quick else "full"
+    log(f"writing results to {out}")
+    results["trigger"] = bench_trigger((8_000, 32_000) if quick else (8_000, 32_000, 128_000), 3 if quick else 15)
+    files = trajectory_files(args.trajectories, quick)
+    log("loading the compressor")
+    compressor = Compressor(args.model, n_threads=args.threads)
+    results["machine"]["threads"] = compressor.backend.n_threads
+    results["machine"]["backend"] = "llama.cpp CPU"
+    results["compression"] = bench_compression(compressor, files, 1 if quick else args.repeats)
+    totals = [r["total_s"] for r in results["compression"]]
+    results["compression_summary"] = {"trajectories": len(totals), "median_s": median(totals), "p95_s": p95(totals),
+                                      "peak_rss_mb": peak_rss_mb()}
+    from .fastdecode import bench_decoding
+
+    results["decoding"] = bench_decoding(compressor, files[0], repeats=1 if quick else 3)
+    bw = memory_bandwidth_gb_s()
+    weights = compressor.backend.model_path.stat().st_size
+    uncon = next((r for r in results["decoding"] if r["mode"] == "unconstrained"), None)
+    if uncon:
+        bound = bw * 1e9 / weights
+        results["bandwidth"] = {"copy_bandwidth_gb_s": bw, "weights_mb": weights / 1e6, "bound_tok_s": bound,
+                                "unconstrained_tok_s": uncon["tokens_per_s"],
+                                "share_of_bound": uncon["tokens_per_s"] / bound}
+    results["prefix_cache"] = bench_prefix_cache(compressor, files[0], 1 if quick else 3)
+    prompt = compressor.backend.tokenize("word " * (128 if quick else 512), add_bos=True)
+    results["threads"] = bench_threads(compressor.backend, prompt, 16 if quick else 64)
+    naive_files = files[:1] if quick else files[: args.naive_files]
+    results["naive_vs_ours"] = bench_naive(compressor, naive_files, n_ctx=8192 if quick else 32768)
+    if results["machine"]["gpu_offload_supported"] and not args.no_gpu:
+        gpu = Compressor(args.model, n_gpu_layers=-1)
+        results["compression_gpu"] = bench_compression(gpu, files, 1 if quick else args.repeats)
+    write_report(results, out)
+    print((out / "results.md").read_text())
+    return 0
+
+
+def add_bench_parser(sub: Any) -> None:
+    p = sub.add_parser("bench", help="measure trigger, compression, decoding, threads, naive baseline (JSON + md + PNG)")
+    p.add_argument("trajectories", nargs="*", help="trajectory files or folders (default: ../shared/trajectories "
+                                                   "mini-swe-agent runs, else the bundled fixtures)")
+    p.add_argument("--quick", action="store_true", help="about a minute: small sizes, one trajectory (CI smoke)")
+    p.add_argument("--out", help="results folder (default bench-results/<timestamp>)")
+    p.add_argument("--model", help="compressor model (manifest name or .gguf)")
+    p.add_argument("--threads", type=int, help="llama.cpp threads (default: cores available)")
+    p.add_argument("--repeats", type=int, default=3, help="runs per trajectory (median)")
+    p.add_argument("--naive-files", type=int, default=4, help="trajectories for the naive baseline (slow)")
+    p.add_argument("--no-gpu", action="store_true", help="skip the GPU section even if CUDA is available")
+    p.set_defaults(func=run)
