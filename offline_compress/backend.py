@@ -51,7 +51,8 @@ class FastGeneration(Generation):
     forced_tokens: int
     sampled_tokens: int
     decode_calls: int  # llama.cpp decode batches during generation (prompt excluded)
-    mask_seconds: float  # llguidance time: masks + forced tokens
+    masks: int  # full token masks computed (only where the unconstrained greedy token was not allowed)
+    mask_seconds: float  # llguidance time: masks, validations, forced tokens
     generation_seconds: float  # the decode loop alone (prompt evaluation excluded)
     stop_reason: str  # "grammar" | "eos" | "max_tokens" | "error: ..."
 
@@ -194,8 +195,8 @@ class LlamaCppBackend:
             )
         start = time.perf_counter()
         prefix_tokens, cached = self._restore_prefix(prefix)
-        prefix_done = time.perf_counter()
         decoder.eval_prompt(prompt)
+        prefix_done = time.perf_counter()  # prompt processing: prefix restore + the rest of the prompt
         result = decoder.decode(schema, max_tokens, repeat_penalty=repeat_penalty, prompt_tokens=prompt)
         text = self.llm.detokenize(result.tokens, prev_tokens=prompt).decode("utf-8", errors="ignore")
         return FastGeneration(
@@ -209,6 +210,7 @@ class LlamaCppBackend:
             forced_tokens=result.forced_tokens,
             sampled_tokens=result.sampled_tokens,
             decode_calls=result.decode_calls,
+            masks=result.masks,
             mask_seconds=result.mask_seconds,
             generation_seconds=result.seconds,
             stop_reason=result.stop_reason,

@@ -117,6 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, default=2048, help="output token budget of the model (default 2048)")
     p.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the cores available)")
     p.set_defaults(func=cmd_compress)
+
+    from .bench import add_bench_parser
+    from .evaluate import add_eval_parser
+
+    add_eval_parser(sub)
+    add_bench_parser(sub)
     return parser
 
 

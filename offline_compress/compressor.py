@@ -59,7 +59,10 @@ class CompressionStats(BaseModel):
     prefix_tokens: int = 0
     prefix_cached: bool = False
     generated_tokens: int = 0
+    forced_tokens: int = 0
     prompt_seconds: float = 0.0
+    generation_seconds: float = 0.0
+    grammar_seconds: float = 0.0
     model_seconds: float = 0.0
     total_seconds: float = 0.0
     draft_valid: bool = True
@@ -77,14 +80,22 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _unique(items: Sequence[Any]) -> list[Any]:
+def _unique(items: Sequence[Any], key: Any = None) -> list[Any]:
+    """First occurrence of each item, in order."""
     seen: set[Any] = set()
     out = []
     for item in items:
-        if item not in seen:
-            seen.add(item)
+        k = key(item) if key else item
+        if k not in seen:
+            seen.add(k)
             out.append(item)
     return out
+
+
+def _latest(items: Sequence[Any], key: Any = None) -> list[Any]:
+    """Last occurrence of each item, ordered by that last occurrence (a call repeated late stays, with its
+    latest outcome, when a bound later keeps only the newest entries)."""
+    return list(reversed(_unique(list(reversed(items)), key)))
 
 
 def recent_lines(recent: Sequence[Message]) -> str:
@@ -92,11 +103,12 @@ def recent_lines(recent: Sequence[Message]) -> str:
     return "\n".join(f"[{m.role}] {redact(' '.join(m.text.split()))[:RECENT_CHARS]}" for m in recent)
 
 
-def _bounded(items: list[Any], limit: int, stats: CompressionStats) -> list[Any]:
-    """Keep the newest ``limit`` items; count what had to go so it is never dropped silently."""
+def _bounded(items: list[Any], limit: int, stats: CompressionStats, *, keep: str = "newest") -> list[Any]:
+    """Keep the newest (or, for prioritised lists, the first) ``limit`` items; count what had to go, so nothing
+    is dropped silently (``stats.clipped_items``)."""
     if len(items) > limit:
         stats.clipped_items += len(items) - limit
-        return items[-limit:]
+        return items[:limit] if keep == "first" else items[-limit:]
     return items
 
 
@@ -115,7 +127,10 @@ def merge(
     constraints = _unique(list(prev.user_constraints) + [redact(c.text) for c in facts.constraint_candidates])
     constraints = [c for c in constraints if len(c) <= S.MAX_CONSTRAINT_CHARS]
 
-    decisions = list(prev.decisions)
+    decisions = list(prev.decisions) + [
+        S.Decision(decision=_clip(redact(d.decision), S.MAX_ITEM_CHARS), rationale=_clip(redact(d.rationale), S.MAX_ITEM_CHARS))
+        for d in facts.decisions
+    ]
     for d in draft.decisions:
         if keep_grounded([d.decision], index, report):
             rationale = keep_grounded([d.rationale], index, report)
@@ -138,22 +153,23 @@ def merge(
     state = draft.task_state
     completed = list(prev.task_state.completed) + [_clip(f"changed {path}", S.MAX_ITEM_CHARS) for path in facts.files_changed]
     completed += [redact(x) for x in keep_grounded(state.completed, index, report)]
-    remaining = list(prev.task_state.remaining) + [redact(x) for x in keep_grounded(state.remaining, index, report)]
+    task = [_clip("Task: " + redact(" ".join(facts.task.split())), S.MAX_ITEM_CHARS)] if facts.task.strip() else []
+    remaining = list(prev.task_state.remaining) + task + [redact(x) for x in keep_grounded(state.remaining, index, report)]
     blockers = list(prev.task_state.blockers) + [redact(x) for x in keep_grounded(state.blockers, index, report)]
 
     narrative = redact(grounded_sentences(draft.recent_narrative, index, report, NARRATIVE_MAX_CHARS))
     tail = recent_lines(recent)
     full_narrative = "\n".join(part for part in (narrative, tail) if part)
     return S.CompressedContext(
-        user_constraints=_bounded(constraints, S.MAX_CONSTRAINTS, stats),
-        decisions=_bounded(_unique(decisions), S.MAX_DECISIONS, stats),
-        failed_attempts=_bounded(_unique(failed), S.MAX_FAILED, stats),
-        tool_calls_summary=_bounded(_unique(calls), S.MAX_TOOL_CALLS, stats),
+        user_constraints=_bounded(constraints, S.MAX_CONSTRAINTS, stats, keep="first"),
+        decisions=_bounded(_latest(decisions), S.MAX_DECISIONS, stats),
+        failed_attempts=_bounded(_latest(failed), S.MAX_FAILED, stats),
+        tool_calls_summary=_bounded(_latest(calls, key=lambda c: (c.tool, c.target)), S.MAX_TOOL_CALLS, stats),
         recent_narrative=_clip(full_narrative, S.MAX_NARRATIVE_CHARS),
         task_state=S.TaskState(
-            completed=_bounded(_unique(completed), S.MAX_STATE_ITEMS, stats),
-            remaining=_bounded(_unique(remaining), S.MAX_STATE_ITEMS, stats),
-            blockers=_bounded(_unique(blockers), S.MAX_STATE_ITEMS, stats),
+            completed=_bounded(_latest(completed), S.MAX_STATE_ITEMS, stats),
+            remaining=_bounded(_unique(remaining), S.MAX_STATE_ITEMS, stats, keep="first"),
+            blockers=_bounded(_latest(blockers), S.MAX_STATE_ITEMS, stats),
         ),
     )
 
@@ -175,6 +191,7 @@ class Compressor:
         n_threads: int | None = None,
         n_gpu_layers: int = 0,
         repeat_penalty: float = 1.3,
+        fast: bool = True,
         verify_model: bool = True,
         backend: LlamaCppBackend | None = None,
     ) -> None:
@@ -186,6 +203,7 @@ class Compressor:
         self.keep_last = keep_last
         self.prompt_budget = prompt_budget
         self.repeat_penalty = repeat_penalty
+        self.fast = fast  # forced-token loop (fastdecode.py); False: Outlines' Generator, one decode per token
         self.backend = backend or LlamaCppBackend(
             resolve_model(model, verify=verify_model), n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers
         )
@@ -239,9 +257,8 @@ class Compressor:
             previous_narrative=previous.recent_narrative if previous else "",
         ) + closing(self.instruct)
         with self._lock:
-            generation = self.backend.generate_json(
-                self.prefix, suffix, self.schema, self.max_tokens, self.repeat_penalty
-            )
+            generate = self.backend.generate_json_fast if self.fast else self.backend.generate_json
+            generation = generate(self.prefix, suffix, self.schema, self.max_tokens, self.repeat_penalty)
         try:
             draft = Draft.model_validate_json(generation.text)
         except ValidationError:
@@ -253,6 +270,9 @@ class Compressor:
         stats.generated_tokens = generation.generated_tokens
         stats.prompt_seconds = generation.prompt_seconds
         stats.model_seconds = generation.total_seconds
+        stats.generation_seconds = getattr(generation, "generation_seconds", generation.total_seconds - generation.prompt_seconds)
+        stats.grammar_seconds = getattr(generation, "mask_seconds", 0.0)
+        stats.forced_tokens = getattr(generation, "forced_tokens", 0)
         sources = [m.text for m in target] + [c.function.arguments for m in target for c in (m.tool_calls or ())]
         if previous is not None:
             sources.append(previous.to_json())

@@ -499,7 +499,14 @@ def score_grounding(context: S.CompressedContext, part: Sequence[Message], code_
                     dropped: Sequence[str] = ()) -> dict[str, Any]:
     index = source_index(part)
     items = model_items(context, code_changed)
-    bad = [{"field": f, "text": t} for f, t in items if not index.grounded(t)]
+    # A verbatim span of the source (an extracted decision, the task line) is grounded by construction.
+    flat = [" ".join(m.text.split()) for m in part]
+
+    def verbatim(text: str) -> bool:
+        core = " ".join(text.removeprefix("Task: ").rstrip("…").split())
+        return bool(core) and any(core in x for x in flat)
+
+    bad = [{"field": f, "text": t} for f, t in items if not (verbatim(t) or index.grounded(t))]
     return {"model_items": len(items), "ungrounded": len(bad), "ungrounded_items": bad,
             "dropped": len(dropped), "dropped_items": list(dropped)}
 

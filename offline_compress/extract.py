@@ -85,6 +85,14 @@ class Constraint(_Frozen):
     strength: int  # 2: strong marker (must/never/only/ALL-CAPS…), 1: weak (should/avoid/please…)
 
 
+class ExtractedDecision(_Frozen):
+    """A decision in the agent's own words (verbatim spans of the assistant message before a change)."""
+
+    decision: str
+    rationale: str
+    message_index: int
+
+
 class Facts(_Frozen):
     task: str = ""  # the first user message's task statement (a verbatim prefix of a section of it)
     task_index: int | None = None
@@ -93,6 +101,7 @@ class Facts(_Frozen):
     files_read: list[str] = []
     files_changed: list[str] = []
     constraint_candidates: list[Constraint] = []
+    decisions: list[ExtractedDecision] = []
 
 
 # ------------------------------------------------------------------------------------- message conventions
@@ -1034,7 +1043,8 @@ def _note_open_file(text: str, state: _State) -> None:
 _STRONG = re.compile(
     r"\b(?:must(?:n't| not)?|never|always|do not|don't|cannot|can't|can not|can only|only|"
     r"under no circumstances|forbidden|prohibited|not allowed|mandatory|(?:is|are) required|required to|"
-    r"make sure|ensure|shall|critical(?:ly)?|important(?:ly)?|no more than|at most|at least|exactly)\b",
+    r"make sure|ensures?|shall|critical(?:ly)?|important(?:ly)?|no more than|at most|at least|exactly|"
+    r"doesn't|does not|won't|will not|not persistent|to finish|the following command)\b",
     re.I,
 )
 # ALL-CAPS runs ("DO NOT MODIFY", "YOU CAN ONLY ENTER ONE COMMAND AT A TIME"); acronyms alone do not count.
@@ -1179,8 +1189,67 @@ def extract_constraints(messages: Sequence[Message], *, limit: int = MAX_CONSTRA
                     raise AssertionError("constraint candidate is not an exact substring")
                 tier = (0 if mid_session else 1) if strength == 2 else (2 if mid_session else 3)
                 found.append((tier, Constraint(text=unit, message_index=i, role=msg.role, start=s, strength=strength)))
+        for m in _COMMAND_BLOCK.finditer(text):
+            # A command the instructions spell out in a code block ("issue the following command: ```…```"):
+            # the agent needs it verbatim after compaction (how to submit, how to run the tests).
+            s, e = m.span(1)
+            unit = text[s:e].strip()
+            s = text.index(unit, s) if unit else s
+            key = " ".join(unit.split()).casefold()
+            if unit and len(unit) <= MAX_CONSTRAINT_CHARS and key not in seen:
+                seen.add(key)
+                found.append((1, Constraint(text=unit, message_index=i, role=msg.role, start=s, strength=2)))
+        if mid_session and len(text.strip()) <= _SHORT_TURN_CHARS and not any(c.message_index == i for _, c in found):
+            # A person steering mid-session ("no, catch ValueError there", "run the test in a tmp dir") is an
+            # instruction whatever its wording: keep a short turn whole.
+            unit = text.strip()
+            key = " ".join(unit.split()).casefold()
+            if unit and key not in seen:
+                seen.add(key)
+                found.append((0, Constraint(text=unit, message_index=i, role=msg.role, start=text.index(unit), strength=1)))
     found.sort(key=lambda t: (t[0], t[1].message_index, t[1].start))
     return [c for _, c in found[:limit]]
+
+
+_SHORT_TURN_CHARS = 400
+_COMMAND_BLOCK = re.compile(r"(?:following|this|the) command[^\n]*:[ \t]*\n\s*```[^\n]*\n(.*?)\n[ \t]*```", re.I | re.S)
+
+
+# --------------------------------------------------------------------------------------------- decisions
+
+_DECIDE = re.compile(
+    r"\b(?:I'll|I’ll|I will|I'm going to|I am going to|I need to|I should|Let's|Let me|We need to|We should|"
+    r"I decided|I chose|The fix is|The solution is)\b"
+)
+_BECAUSE = re.compile(
+    r"\b(?:because|since|so that|due to|the (?:issue|problem|bug|cause|reason) (?:is|was)|this (?:means|is why)|"
+    r"which (?:means|causes))\b",
+    re.I,
+)
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`])")  # not inside "f.name" or "requests.sessions"
+
+
+def extract_decisions(messages: Sequence[Message], events: Sequence[ToolEvent]) -> list[ExtractedDecision]:
+    """For each tool call that changed files, the assistant's stated plan in that message (a sentence with
+    "I'll / Let's / I need to …") and its reason (a sentence with "because / the issue is …"), verbatim."""
+    out: list[ExtractedDecision] = []
+    seen: set[int] = set()
+    for event in events:
+        i = event.call_index
+        if not event.files_changed or i in seen:
+            continue
+        seen.add(i)
+        text = _FENCED.sub(" ", messages[i].text)
+        sentences = [x.strip() for line in text.splitlines() for x in _SENTENCE_SPLIT.split(line)
+                     if len(x.split()) >= 4]
+        plans = [x for x in sentences if _DECIDE.search(x) and len(x) <= 300]
+        reasons = [x for x in sentences if _BECAUSE.search(x) and len(x) <= 300]
+        if plans:
+            out.append(ExtractedDecision(decision=plans[-1], rationale=reasons[0] if reasons else "", message_index=i))
+    return out
+
+
+_FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
 
 
 # ------------------------------------------------------------------------------------------------- task
@@ -1240,4 +1309,5 @@ def extract_facts(
         files_read=files_read,
         files_changed=_unique(p for _, p in changed),
         constraint_candidates=extract_constraints(msgs, limit=max_constraints),
+        decisions=extract_decisions(msgs, events),
     )

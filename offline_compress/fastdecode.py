@@ -42,8 +42,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+import warnings
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -60,7 +61,8 @@ class DecodeResult:
     forced_tokens: int
     sampled_tokens: int
     decode_calls: int  # llama.cpp decode batches during generation (prompt excluded)
-    mask_seconds: float  # time in llguidance: token masks + forced-token computation
+    masks: int  # full token masks computed
+    mask_seconds: float  # time in llguidance: token masks, validations, forced-token computation
     decode_seconds: float  # time waiting for llama.cpp decodes (not hidden behind mask computation)
     seconds: float  # whole generation loop, prompt evaluation excluded
     stop_reason: str  # "grammar" | "eos" | "max_tokens" | "error: ..."
@@ -82,8 +84,8 @@ def _masked_argmax_numpy(
 def _build_kernel() -> Any:
     try:
         import numba
-    except ImportError:  # pragma: no cover - numba is a dependency; numpy fallback is ~5x slower
-        return _masked_argmax_numpy
+    except ImportError:  # pragma: no cover - numba is a dependency; the numpy fallback is slower
+        return _masked_argmax_numpy, _penalised_argmax_numpy
 
     @numba.njit(nogil=True, cache=True)
     def masked_argmax(logits, words, counts, penalty, n_vocab):  # type: ignore[no-untyped-def]
@@ -110,22 +112,56 @@ def _build_kernel() -> Any:
                         best_v = v
         return best
 
-    return masked_argmax
+    @numba.njit(nogil=True, cache=True)
+    def penalised_argmax(logits, counts, penalty, n_vocab):  # type: ignore[no-untyped-def]
+        best = 0
+        best_v = np.float32(-np.inf)
+        for i in range(n_vocab):
+            v = logits[i]
+            if counts[i] > 0:
+                if v <= np.float32(0.0):
+                    v = v * penalty
+                else:
+                    v = v / penalty
+            if i == 0 or v > best_v:
+                best = i
+                best_v = v
+        return best
+
+    return masked_argmax, penalised_argmax
+
+
+def _penalised_argmax_numpy(logits: np.ndarray, counts: np.ndarray, penalty: np.float32, n_vocab: int) -> int:
+    values = logits[:n_vocab].copy()
+    hit = np.flatnonzero(counts[:n_vocab])
+    if hit.size and penalty != 1.0:
+        v = values[hit]
+        values[hit] = np.where(v <= 0, v * penalty, v / penalty)
+    return int(np.argmax(values))
 
 
 _KERNEL: Any = None
 _KERNEL_LOCK = threading.Lock()
 
 
-def masked_argmax(logits: np.ndarray, words: np.ndarray, counts: np.ndarray, penalty: float, n_vocab: int) -> int:
-    """Greedy pick among the tokens whose bit is set in ``words`` (uint32, little-endian bit order, as
-    llguidance writes it); tokens with ``counts > 0`` get the repetition penalty first. -1 if none allowed."""
+def _kernels() -> Any:
     global _KERNEL
     if _KERNEL is None:
         with _KERNEL_LOCK:
             if _KERNEL is None:
                 _KERNEL = _build_kernel()
-    return int(_KERNEL(logits, words, counts, np.float32(penalty), n_vocab))
+    return _KERNEL
+
+
+def masked_argmax(logits: np.ndarray, words: np.ndarray, counts: np.ndarray, penalty: float, n_vocab: int) -> int:
+    """Greedy pick among the tokens whose bit is set in ``words`` (uint32, little-endian bit order, as
+    llguidance writes it); tokens with ``counts > 0`` get the repetition penalty first. -1 if none allowed."""
+    return int(_kernels()[0](logits, words, counts, np.float32(penalty), n_vocab))
+
+
+def penalised_argmax(logits: np.ndarray, counts: np.ndarray, penalty: float, n_vocab: int) -> int:
+    """Greedy pick over the whole vocabulary, same penalty and tie rule as ``masked_argmax``."""
+    return int(_kernels()[1](logits, counts, np.float32(penalty), n_vocab))
 
 
 class _PenaltyWindow:
@@ -153,7 +189,8 @@ class _PenaltyWindow:
 # -- the decoder ----------------------------------------------------------------------------------------------
 class FastJsonDecoder:
     """Constrained greedy decoding on a loaded ``llama_cpp.Llama``. Build once per model (the llguidance
-    tokenizer over Gemma's 262k vocabulary takes seconds); grammars are compiled once per schema."""
+    tokenizer over Gemma's 262k vocabulary takes seconds); grammars are compiled once per schema.
+    One decode at a time (it drives the model's single llama.cpp context); not thread-safe."""
 
     def __init__(self, llm: Any, tokenizer: Any | None = None, *, overlap: bool = True) -> None:
         import llama_cpp
@@ -163,9 +200,12 @@ class FastJsonDecoder:
         self.llm = llm
         self._llama_cpp = llama_cpp
         self._llg = llguidance
-        self.tokenizer = tokenizer or llguidance.llamacpp.lltokenizer_from_vocab(
-            llama_cpp.llama_model_get_vocab(llm.model)
-        )
+        if tokenizer is None:
+            # The helper calls a deprecated llama.cpp accessor once per vocabulary entry (262k warnings).
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                tokenizer = llguidance.llamacpp.lltokenizer_from_vocab(llama_cpp.llama_model_get_vocab(llm.model))
+        self.tokenizer = tokenizer
         self.n_vocab = int(llm.n_vocab())
         self.eos = int(self.tokenizer.eos_token)
         self.n_words = (self.tokenizer.vocab_size + 31) // 32
@@ -174,7 +214,9 @@ class FastJsonDecoder:
         self._window = _PenaltyWindow(max(self.n_vocab, self.tokenizer.vocab_size), PENALTY_LAST_N)
         self.overlap = overlap
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama-decode") if overlap else None
-        masked_argmax(np.zeros(64, np.float32), np.zeros(2, np.uint32), np.zeros(64, np.int32), 1.0, 64)  # JIT
+        # compile the kernels now (numba; cached on disk after the first process)
+        masked_argmax(np.zeros(64, np.float32), np.zeros(2, np.uint32), np.zeros(64, np.int32), 1.0, 64)
+        penalised_argmax(np.zeros(64, np.float32), np.zeros(64, np.int32), 1.0, 64)
 
     # grammar ----------------------------------------------------------------------------------------------
     def grammar(self, schema: dict[str, Any]) -> str:
@@ -202,6 +244,8 @@ class FastJsonDecoder:
     def eval_prompt(self, prompt_tokens: Sequence[int]) -> int:
         """Bring the context to exactly ``prompt_tokens`` with fresh logits for the last one, reusing the
         longest common prefix already in the KV cache (e.g. a restored prefix state). Returns tokens evaluated."""
+        if not prompt_tokens:
+            raise ValueError("empty prompt")
         llm = self.llm
         n = int(llm.n_tokens)
         common = 0
@@ -224,11 +268,19 @@ class FastJsonDecoder:
         prompt_tokens: Sequence[int] = (),
         penalize_prompt: bool = False,
         batch_forced: bool = True,
+        lazy_mask: bool = True,
     ) -> DecodeResult:
         """Greedy constrained decode from the context's current state (call ``eval_prompt`` first).
 
         ``batch_forced=False`` evaluates forced tokens one decode each, as the Outlines path does (same
-        arithmetic, hence bit-identical logits; for equivalence checks, not speed)."""
+        arithmetic, hence bit-identical logits; for equivalence checks, not speed).
+
+        ``lazy_mask=True``: take the greedy token over the whole vocabulary first and ask the matcher whether
+        it is allowed (``validate_tokens``, microseconds); only when it is not is the full mask computed (~3 ms
+        on Gemma's vocabulary). The result is the same token: if the unconstrained greedy token is allowed it
+        is also the greedy token among the allowed ones (same values, same lowest-id tie rule), and
+        ``validate_tokens`` agrees with the mask (checked on every token of the vocabulary in sampled states of
+        real drafts). ``lazy_mask=False`` computes every mask, overlapped with the decode when ``overlap``."""
         if max_tokens < 0:
             raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
         matcher = self.matcher(schema)
@@ -241,9 +293,10 @@ class FastJsonDecoder:
         ptr, size = words.ctypes.data, words.size * 4
         out: list[int] = []
         pending: list[int] = []  # consumed by the matcher, not yet evaluated by llama.cpp
-        forced = sampled = decode_calls = 0
+        forced = sampled = decode_calls = masks = 0
         mask_s = decode_s = 0.0
         stop = "max_tokens"
+        future: Future[None] | None = None
         start = time.perf_counter()
         try:
             while len(out) < max_tokens:
@@ -260,37 +313,62 @@ class FastJsonDecoder:
                     out += ff
                     pending += ff
                     forced += len(ff)
-                    if not batch_forced:
+                    if not batch_forced:  # one decode per token, as the Outlines path
+                        t0 = time.perf_counter()
                         for token in pending:
                             self.llm.eval([token])
-                            decode_calls += 1
+                        decode_calls += len(pending)
+                        decode_s += time.perf_counter() - t0
                         pending = []
                     continue
                 if matcher.is_stopped():
                     stop = "grammar" if not matcher.is_error() else f"error: {matcher.get_error()}"
                     break
-                # One decode of everything pending, the mask computed meanwhile.
-                future = None
-                if pending:
-                    decode_calls += 1
-                    if self._pool is not None:
-                        future = self._pool.submit(self.llm.eval, pending)
-                    else:
+                # One decode of everything pending (the last sampled token + any forced run after it).
+                if lazy_mask:
+                    if pending:
+                        decode_calls += 1
                         t0 = time.perf_counter()
                         self.llm.eval(pending)
                         decode_s += time.perf_counter() - t0
-                    pending = []
-                t0 = time.perf_counter()
-                matcher.unsafe_compute_mask_ptr(ptr, size)
-                t1 = time.perf_counter()
-                mask_s += t1 - t0
-                if future is not None:
-                    future.result()
-                    decode_s += time.perf_counter() - t1
-                if matcher.is_error():
-                    stop = f"error: {matcher.get_error()}"
-                    break
-                token = masked_argmax(self._logits(), words, window.counts, repeat_penalty, self.n_vocab)
+                        pending = []
+                    logits = self._logits()
+                    token = penalised_argmax(logits, window.counts, repeat_penalty, self.n_vocab)
+                    t0 = time.perf_counter()
+                    allowed = matcher.validate_tokens([token]) == 1
+                    if not allowed:
+                        matcher.unsafe_compute_mask_ptr(ptr, size)
+                        masks += 1
+                    mask_s += time.perf_counter() - t0
+                    if not allowed:
+                        if matcher.is_error():
+                            stop = f"error: {matcher.get_error()}"
+                            break
+                        token = masked_argmax(logits, words, window.counts, repeat_penalty, self.n_vocab)
+                else:
+                    # The mask is computed while llama.cpp decodes: both release the GIL.
+                    if pending:
+                        decode_calls += 1
+                        if self._pool is not None:
+                            future = self._pool.submit(self.llm.eval, pending)
+                        else:
+                            t0 = time.perf_counter()
+                            self.llm.eval(pending)
+                            decode_s += time.perf_counter() - t0
+                        pending = []
+                    t0 = time.perf_counter()
+                    matcher.unsafe_compute_mask_ptr(ptr, size)
+                    masks += 1
+                    t1 = time.perf_counter()
+                    mask_s += t1 - t0
+                    if future is not None:
+                        done, future = future, None
+                        done.result()
+                        decode_s += time.perf_counter() - t1
+                    if matcher.is_error():
+                        stop = f"error: {matcher.get_error()}"
+                        break
+                    token = masked_argmax(self._logits(), words, window.counts, repeat_penalty, self.n_vocab)
                 if token < 0:
                     stop = "error: empty mask"
                     break
@@ -308,6 +386,8 @@ class FastJsonDecoder:
                 if matcher.is_stopped() and not matcher.is_error():
                     stop = "grammar"
         finally:
+            if future is not None:  # an exception left a decode running: never leave it behind
+                future.exception()
             window.clear()
         # Whatever is still pending stays un-evaluated: the KV cache ends at the last evaluated token, and
         # llm.n_tokens says so (llm.eval keeps it in step), so the context is consistent for the next call.
@@ -316,6 +396,7 @@ class FastJsonDecoder:
             forced_tokens=forced,
             sampled_tokens=sampled,
             decode_calls=decode_calls,
+            masks=masks,
             mask_seconds=mask_s,
             decode_seconds=decode_s,
             seconds=time.perf_counter() - start,

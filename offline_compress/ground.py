@@ -1,7 +1,7 @@
 """Grounding: every sentence the model wrote is checked against the source; what the history does not
 support is dropped, and the run reports how much was kept.
 
-A claim is supported when nearly all of its content words (identifiers, paths, numbers, words of 4+ letters
+A claim is supported when all of its content words (identifiers, paths, numbers, words of 4+ letters
 that are not function words) occur in the source. This is lexical on purpose: cheap, deterministic, and strict
 about the things a summary must not invent (file names, commands, error names)."""
 
@@ -59,7 +59,7 @@ class SourceIndex:
             return 0.0
         return sum(1 for w in words if w in self.words) / len(words)
 
-    def grounded(self, claim: str, threshold: float = 0.8, min_words: int = 2) -> bool:
+    def grounded(self, claim: str, threshold: float = 1.0, min_words: int = 2) -> bool:
         """Supported, concrete (``min_words`` content words or more) and not a loop of the small model."""
         if len(content_words(claim)) < min_words or repetitive(claim):
             return False

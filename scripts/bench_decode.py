@@ -10,9 +10,14 @@ generation (after the prompt's logits are ready) is timed.
   (a)  unconstrained: llm.eval(one token) + numpy argmax on llama.cpp's logits view, N tokens
   (a2) unconstrained through llama.cpp's own sampler chain (penalties 1.3 + greedy), N tokens
   (b)  LlamaCppBackend.generate_json: Outlines Generator, llguidance backend (one decode per token)
-  (c)  LlamaCppBackend.generate_json_fast: offline_compress/fastdecode.py
+  (c)  LlamaCppBackend.generate_json_fast: offline_compress/fastdecode.py (forced runs batched, lazy masks)
+  (c_eager)  the same loop computing every mask (overlapped with the decode in a worker thread)
+  (c_1by1)   the same loop evaluating forced tokens one decode each, as (b) does: must give (b)'s text
 
-N is (b)'s output length on that prompt, so (a), (a2) and (b) decode the same number of tokens.
+N is (b)'s output length on that prompt, so (a), (a2) and (b) decode the same number of tokens. "b ovh" is
+(b)'s time per decode over (a)'s; "c/a" is (c)'s output tokens per second over (a)'s; "N/dec" is (c)'s output
+tokens per llama.cpp decode (load-independent: the ceiling of c/a if a batched decode cost what a single one
+does). A second process recomputes (c)'s texts (sha256) for the cross-process determinism check.
 
     .venv/bin/python scripts/bench_decode.py [--reps 3] [--out bench-results/decode.json]
 """
@@ -20,8 +25,10 @@ N is (b)'s output length on that prompt, so (a), (a2) and (b) decode the same nu
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -125,11 +132,11 @@ def run_fast(backend: LlamaCppBackend, prefix: str, suffix: str, schema: dict) -
     gen = backend.generate_json_fast(prefix, suffix, schema, DEFAULT_MAX_TOKENS, REPEAT_PENALTY)
     return {"text": gen.text, "tokens": gen.generated_tokens, "decodes": gen.decode_calls,
             "seconds": gen.generation_seconds, "forced": gen.forced_tokens, "sampled": gen.sampled_tokens,
-            "mask_seconds": gen.mask_seconds, "stop": gen.stop_reason}
+            "mask_seconds": gen.mask_seconds, "masks": gen.masks, "stop": gen.stop_reason}
 
 
-def run_fast_variant(backend: LlamaCppBackend, prefix: str, suffix: str, schema: dict, *, overlap: bool,
-                     batch_forced: bool) -> dict:
+def run_fast_variant(backend: LlamaCppBackend, prefix: str, suffix: str, schema: dict, *, overlap: bool = True,
+                     batch_forced: bool = True, lazy_mask: bool = True) -> dict:
     """The fast loop with one of its two mechanisms switched off (same decoder, same process)."""
     dec = backend.fast_decoder()
     pool = dec._pool
@@ -138,13 +145,20 @@ def run_fast_variant(backend: LlamaCppBackend, prefix: str, suffix: str, schema:
     try:
         prompt = prompt_ready(backend, prefix, suffix)
         r = dec.decode(schema, DEFAULT_MAX_TOKENS, repeat_penalty=REPEAT_PENALTY, prompt_tokens=prompt,
-                       batch_forced=batch_forced)
+                       batch_forced=batch_forced, lazy_mask=lazy_mask)
     finally:
         dec._pool = pool
     text = backend.llm.detokenize(r.tokens, prev_tokens=prompt).decode("utf-8", errors="ignore")
     return {"text": text, "tokens": len(r.tokens), "decodes": r.decode_calls, "seconds": r.seconds,
             "forced": r.forced_tokens, "sampled": r.sampled_tokens, "mask_seconds": r.mask_seconds,
-            "stop": r.stop_reason}
+            "masks": r.masks, "stop": r.stop_reason}
+
+
+def fast_digests() -> dict[str, str]:
+    backend = LlamaCppBackend(resolve_model())
+    schema = draft_json_schema()
+    return {name: hashlib.sha256(run_fast(backend, prefix, suffix, schema)["text"].encode()).hexdigest()
+            for name, prefix, suffix in build_prompts(backend)}
 
 
 def valid(text: str) -> bool:
@@ -159,7 +173,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", default=str(REPO / "bench-results" / "decode.json"))
+    ap.add_argument("--fast-digests", action="store_true", help="only print sha256 of (c)'s text per prompt")
+    ap.add_argument("--no-cross-process", action="store_true", help="skip the second-process determinism check")
     args = ap.parse_args()
+    if args.fast_digests:
+        print(json.dumps(fast_digests()))
+        return
 
     t0 = time.perf_counter()
     backend = LlamaCppBackend(resolve_model())
@@ -173,14 +192,14 @@ def main() -> None:
     for name, prefix, suffix in prompts:
         b0 = run_outlines(backend, prefix, suffix, schema)  # warm-up + N
         n = b0["tokens"]
-        runs: dict[str, list[dict]] = {k: [] for k in ("a", "a2", "b", "c", "c_seq", "c_1by1")}
+        runs: dict[str, list[dict]] = {k: [] for k in ("a", "a2", "b", "c", "c_eager", "c_1by1")}
         fns = {
             "a": lambda: run_unconstrained_numpy(backend, prefix, suffix, n),
             "a2": lambda: run_unconstrained_sampler(backend, prefix, suffix, n),
             "b": lambda: run_outlines(backend, prefix, suffix, schema),
             "c": lambda: run_fast(backend, prefix, suffix, schema),
-            "c_seq": lambda: run_fast_variant(backend, prefix, suffix, schema, overlap=False, batch_forced=True),
-            "c_1by1": lambda: run_fast_variant(backend, prefix, suffix, schema, overlap=True, batch_forced=False),
+            "c_eager": lambda: run_fast_variant(backend, prefix, suffix, schema, lazy_mask=False),
+            "c_1by1": lambda: run_fast_variant(backend, prefix, suffix, schema, batch_forced=False),
         }
         order = list(fns)
         for rep in range(args.reps):
@@ -201,6 +220,7 @@ def main() -> None:
             "sampled_c": c0["sampled"],
             "decodes_c": c0["decodes"],
             "forced_share_c": c0["forced"] / max(c0["tokens"], 1),
+            "tokens_per_decode_c": c0["tokens"] / max(c0["decodes"], 1),
             "median_seconds": med,
             "all_seconds": {k: [r["seconds"] for r in v] for k, v in runs.items()},
             "tokens_per_s": rate,
@@ -217,9 +237,11 @@ def main() -> None:
             "c_valid": all(valid(t) for t in texts_c),
             "c_equals_b": texts_b == texts_c,
             "c_1by1_equals_b": texts_b == {r["text"] for r in runs["c_1by1"]},
-            "c_seq_equals_c": texts_c == {r["text"] for r in runs["c_seq"]},
+            "c_eager_equals_c": texts_c == {r["text"] for r in runs["c_eager"]},
+            "masks_c": c0["masks"],
+            "sampled_steps_c": c0["sampled"] + (1 if c0["stop"] == "eos" else 0),
             "overhead_c_1by1_vs_a": per_tok["c_1by1"] / per_tok["a"] - 1,
-            "effective_ratio_c_seq_vs_a": rate["c_seq"] / rate["a"],
+            "effective_ratio_c_eager_vs_a": rate["c_eager"] / rate["a"],
             "text_b": runs["b"][0]["text"],
             "text_c": c0["text"],
         }
@@ -227,20 +249,37 @@ def main() -> None:
         print(f"{name}: done", file=sys.stderr)
 
     hdr = (f"{'prompt':32} {'ptok':>5} {'N(b)':>5} {'N(c)':>5} {'forced':>7} {'a tok/s':>8} {'a2 tok/s':>8} "
-           f"{'b tok/s':>8} {'b ovh':>7} {'c tok/s':>8} {'c/a':>6} {'c dec':>6} {'valid b/c':>9} {'c==b':>5}")
+           f"{'b tok/s':>8} {'b ovh':>7} {'c tok/s':>8} {'c/a':>6} {'N/dec':>6} {'valid b/c':>9} {'c==b':>5}")
     print(hdr)
     for r in results:
         t = r["tokens_per_s"]
         print(f"{r['prompt'][:32]:32} {r['prompt_tokens']:5d} {r['n_tokens_b']:5d} {r['n_tokens_c']:5d} "
               f"{r['forced_share_c']:7.1%} {t['a']:8.1f} {t['a2']:8.1f} {t['b']:8.1f} {r['overhead_b_vs_a']:+7.1%} "
-              f"{t['c']:8.1f} {r['effective_ratio_c_vs_a']:5.2f}x {r['decodes_c']:6d} "
+              f"{t['c']:8.1f} {r['effective_ratio_c_vs_a']:5.2f}x {r['tokens_per_decode_c']:6.2f} "
               f"{str(r['b_valid'])[0]}/{str(r['c_valid'])[0]:>7} {str(r['c_equals_b']):>5}")
     summary = {
         "median_overhead_b_vs_a": statistics.median(r["overhead_b_vs_a"] for r in results),
         "median_overhead_b_vs_a2": statistics.median(r["overhead_b_vs_a2"] for r in results),
         "median_effective_ratio_c_vs_a": statistics.median(r["effective_ratio_c_vs_a"] for r in results),
         "median_forced_share_c": statistics.median(r["forced_share_c"] for r in results),
+        "median_overhead_c_1by1_vs_a": statistics.median(r["overhead_c_1by1_vs_a"] for r in results),
+        "median_effective_ratio_c_eager_vs_a": statistics.median(r["effective_ratio_c_eager_vs_a"] for r in results),
     }
+    if not args.no_cross_process:
+        # Note: this process built the fast decoder with Outlines' tokenizer; the child builds its own.
+        child = subprocess.run([sys.executable, __file__, "--fast-digests"], capture_output=True, text=True,
+                               check=True)
+        theirs = json.loads(child.stdout.strip().splitlines()[-1])
+        for r in results:
+            r["c_same_bytes_other_process"] = theirs[r["prompt"]] == hashlib.sha256(r["text_c"].encode()).hexdigest()
+        summary["c_same_bytes_other_process"] = all(r["c_same_bytes_other_process"] for r in results)
+    summary["b_deterministic"] = all(r["b_deterministic"] for r in results)
+    summary["c_deterministic"] = all(r["c_deterministic"] for r in results)
+    summary["c_valid"] = all(r["c_valid"] for r in results)
+    summary["b_valid"] = all(r["b_valid"] for r in results)
+    summary["c_equals_b"] = [r["c_equals_b"] for r in results]
+    summary["c_1by1_equals_b"] = [r["c_1by1_equals_b"] for r in results]
+    summary["c_eager_equals_c"] = [r["c_eager_equals_c"] for r in results]
     print(json.dumps(summary, indent=1))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

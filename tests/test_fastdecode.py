@@ -11,7 +11,12 @@ import pytest
 from offline_compress.cut import cut_index
 from offline_compress.draft import Draft
 from offline_compress.extract import extract_facts
-from offline_compress.fastdecode import _masked_argmax_numpy, masked_argmax
+from offline_compress.fastdecode import (
+    _masked_argmax_numpy,
+    _penalised_argmax_numpy,
+    masked_argmax,
+    penalised_argmax,
+)
 from offline_compress.formats import load_history
 from offline_compress.prompt import closing, digest
 
@@ -60,10 +65,30 @@ def test_forced_tokens_are_skipped_on_the_draft_schema(two_runs):
     assert gen.decode_calls < gen.generated_tokens
 
 
-@pytest.mark.parametrize("max_tokens", [0, 1, 5, 12])
-def test_max_tokens_is_a_hard_bound(compressor, prompt, max_tokens):
-    """5 cuts the forced opening run (8 tokens) in the middle; 12 stops inside the narrative."""
+def test_lazy_masks_pick_the_same_tokens_as_full_masks(compressor, prompt, two_runs):
+    """Skipping the mask when the unconstrained greedy token is allowed must not change a single token."""
     prefix, suffix = prompt
+    backend = compressor.backend
+    decoder = backend.fast_decoder()
+    backend._restore_prefix(prefix)
+    tokens = backend.tokenize(prefix + suffix, add_bos=True)
+    decoder.eval_prompt(tokens)
+    eager = decoder.decode(compressor.schema, compressor.max_tokens, repeat_penalty=compressor.repeat_penalty,
+                           lazy_mask=False)
+    lazy = two_runs[0]
+    assert eager.stop_reason == "grammar"
+    assert eager.masks == eager.sampled_tokens  # every sampled step computed its mask
+    assert lazy.masks < lazy.sampled_tokens
+    assert (eager.forced_tokens, eager.sampled_tokens) == (lazy.forced_tokens, lazy.sampled_tokens)
+    text = backend.llm.detokenize(eager.tokens, prev_tokens=tokens).decode("utf-8")
+    assert text == lazy.text
+
+
+@pytest.mark.parametrize("max_tokens", [0, 1, 5, 12])
+def test_max_tokens_is_a_hard_bound(compressor, max_tokens):
+    """5 cuts the forced opening run (8 tokens) in the middle; 12 stops inside the narrative. A short
+    prompt: the bound does not depend on it, and the test stays fast."""
+    prefix, suffix = compressor.prefix, "### Task\nFix the failing test.\n" + closing(compressor.instruct)
     backend = compressor.backend
     decoder = backend.fast_decoder()
     backend._restore_prefix(prefix)
@@ -99,3 +124,13 @@ def test_masked_argmax_matches_llama_cpp_penalty_semantics():
                 best, best_v = i, v
         assert masked_argmax(logits, words, counts, 1.3, n) == best
         assert _masked_argmax_numpy(logits, words, counts, penalty, n) == best
+
+        best, best_v = -1, None
+        for i in range(n):
+            v = logits[i]
+            if counts[i] > 0:
+                v = v * penalty if v <= 0 else v / penalty
+            if best < 0 or v > best_v:
+                best, best_v = i, v
+        assert penalised_argmax(logits, counts, 1.3, n) == best
+        assert _penalised_argmax_numpy(logits, counts, penalty, n) == best
