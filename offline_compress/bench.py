@@ -17,6 +17,7 @@ Medians, not means: these machines are noisy. No timing is asserted anywhere; th
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -52,9 +53,17 @@ def p95(values: Sequence[float]) -> float:
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - start, out
+    """Seconds of one call, with the garbage collector paused during it (as ``timeit`` does), so a collection
+    triggered by an earlier measurement does not land in this one."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        out = fn()
+        return time.perf_counter() - start, out
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def peak_rss_mb() -> float:
@@ -196,22 +205,59 @@ def bench_prefix_cache(compressor: Any, path: Path, repeats: int) -> dict[str, A
             "prefix_tokens": compressor.backend.count(compressor.prefix)}
 
 
-def bench_threads(backend: Any, prompt_tokens: list[int], gen_tokens: int) -> list[dict[str, Any]]:
-    """Prompt processing and (unconstrained greedy) generation rates for 1..N threads on one loaded model."""
+def _decode_script() -> Any:
+    """scripts/bench_decode.py (the decoding variants, shared with that standalone script)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_decode", REPO / "scripts" / "bench_decode.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def bench_decoding(compressor: Any, repeats: int) -> list[dict[str, Any]]:
+    """Same prompt, same number of tokens: unconstrained greedy vs Outlines-constrained vs the forced-token
+    loop (its effective rate counts every output token, forced ones included, over the loop's time)."""
+    bd = _decode_script()
+    backend, schema = compressor.backend, compressor.schema
+    name, prefix, suffix = bd.build_prompts(backend)[0]
+    a, b, c = [], [], []
+    for _ in range(repeats):
+        rb = bd.run_outlines(backend, prefix, suffix, schema)
+        ra = bd.run_unconstrained_numpy(backend, prefix, suffix, max(rb["tokens"], 2))
+        rc = bd.run_fast(backend, prefix, suffix, schema)
+        a.append(ra["tokens"] / ra["seconds"])
+        b.append(rb["tokens"] / rb["seconds"])
+        c.append((rc["tokens"] / rc["seconds"], rc["forced"] / max(rc["tokens"], 1)))
+    ua, ub, uc = median(a), median(b), median([x for x, _ in c])
+    return [
+        {"mode": "unconstrained", "prompt": name, "tokens_per_s": ua, "vs_unconstrained": 1.0},
+        {"mode": "outlines (llguidance)", "prompt": name, "tokens_per_s": ub, "vs_unconstrained": ub / ua,
+         "per_token_overhead": ua / ub - 1},
+        {"mode": "forced-token loop", "prompt": name, "tokens_per_s": uc, "vs_unconstrained": uc / ua,
+         "forced_share": median([f for _, f in c])},
+    ]
+
+
+def bench_threads(compressor: Any, prompt_words: int, gen_tokens: int) -> list[dict[str, Any]]:
+    """Prompt processing and unconstrained generation rates for 1..N threads, on the one loaded model."""
     import llama_cpp
 
-    from .fastdecode import unconstrained_greedy
-
+    bd = _decode_script()
+    backend = compressor.backend
+    _, prefix, suffix = bd.build_prompts(backend)[0]
+    prompt = backend.tokenize("word " * prompt_words, add_bos=True)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     rows = []
     for n in range(1, cores + 1):
-        llama_cpp.llama_set_n_threads(backend.llm.ctx, n, n)
+        llama_cpp.llama_set_n_threads(backend.llm._ctx.ctx, n, n)  # noqa: SLF001
         backend.llm.reset()
-        t_pp, _ = timed(lambda: backend.llm.eval(prompt_tokens))
-        result = unconstrained_greedy(backend.llm, gen_tokens)
-        rows.append({"threads": n, "prompt_tok_s": len(prompt_tokens) / t_pp, "gen_tok_s": result["tokens_per_s"]})
+        t_pp, _ = timed(lambda: backend.llm.eval(prompt))
+        gen = bd.run_unconstrained_numpy(backend, prefix, suffix, gen_tokens)
+        rows.append({"threads": n, "prompt_tok_s": len(prompt) / t_pp, "gen_tok_s": gen["tokens"] / gen["seconds"]})
         log(f"threads {n}: prompt {rows[-1]['prompt_tok_s']:.0f} tok/s, generation {rows[-1]['gen_tok_s']:.1f} tok/s")
-    llama_cpp.llama_set_n_threads(backend.llm.ctx, backend.n_threads, backend.n_threads)
+    llama_cpp.llama_set_n_threads(backend.llm._ctx.ctx, backend.n_threads, backend.n_threads)  # noqa: SLF001
+    backend._prefix_states.clear()  # noqa: SLF001 - states were saved under the default thread count
     return rows
 
 
@@ -247,7 +293,7 @@ def bench_naive(compressor: Any, files: Sequence[Path], n_ctx: int) -> list[dict
         truncated = len(tokens) > room
         if truncated:
             dumped = naive.llm.detokenize(tokens[-room:]).decode("utf-8", errors="ignore")
-        naive_s, gen = timed(lambda: naive.generate_json(prefix, dumped + closing(False), compressor.schema,
+        naive_s, gen = timed(lambda: naive.generate_json_fast(prefix, dumped + closing(False), compressor.schema,
                                                          compressor.max_tokens, compressor.repeat_penalty))
         ours_s, _ = timed(lambda: compressor.compress_detailed(messages))
         rows.append({"trajectory": path.name, "naive_prompt_tokens": gen.prompt_tokens, "naive_truncated": truncated,
@@ -329,9 +375,7 @@ def run(args: argparse.Namespace) -> int:
     totals = [r["total_s"] for r in results["compression"]]
     results["compression_summary"] = {"trajectories": len(totals), "median_s": median(totals), "p95_s": p95(totals),
                                       "peak_rss_mb": peak_rss_mb()}
-    from .fastdecode import bench_decoding
-
-    results["decoding"] = bench_decoding(compressor, files[0], repeats=1 if quick else 3)
+    results["decoding"] = bench_decoding(compressor, repeats=1 if quick else 3)
     bw = memory_bandwidth_gb_s()
     weights = compressor.backend.model_path.stat().st_size
     uncon = next((r for r in results["decoding"] if r["mode"] == "unconstrained"), None)
@@ -341,8 +385,7 @@ def run(args: argparse.Namespace) -> int:
                                 "unconstrained_tok_s": uncon["tokens_per_s"],
                                 "share_of_bound": uncon["tokens_per_s"] / bound}
     results["prefix_cache"] = bench_prefix_cache(compressor, files[0], 1 if quick else 3)
-    prompt = compressor.backend.tokenize("word " * (128 if quick else 512), add_bos=True)
-    results["threads"] = bench_threads(compressor.backend, prompt, 16 if quick else 64)
+    results["threads"] = bench_threads(compressor, 128 if quick else 512, 16 if quick else 64)
     naive_files = files[:1] if quick else files[: args.naive_files]
     results["naive_vs_ours"] = bench_naive(compressor, naive_files, n_ctx=8192 if quick else 32768)
     if results["machine"]["gpu_offload_supported"] and not args.no_gpu:

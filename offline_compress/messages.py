@@ -121,15 +121,27 @@ def as_messages(messages: Iterable[Message | Mapping[str, Any]], *, source: str 
     return parse_messages(list(messages), source=source)
 
 
+_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name")
+
+
+def _fingerprint(raw: Any) -> tuple[Any, ...]:
+    """The message object and the objects its fields hold: an unchanged message matches by identity alone."""
+    if isinstance(raw, Message):
+        return (raw,)
+    get = raw.get
+    return (raw, *[get(k) for k in _FIELDS])
+
+
 class MessageCache:
-    """Validates a growing history incrementally: a message whose raw dict equals the one seen at the same
-    position last time (a shallow comparison, which is O(1) per unchanged string) is not validated again.
+    """Validates a growing history incrementally: a message that is the same object holding the same field
+    objects as at the same position last time is not validated again.
 
     Agent loops append to their history; re-validating every message at every step would cost more than the
-    exact token count itself. A message edited in place in a nested list (content parts) is not noticed."""
+    exact token count itself. Replacing a message, or a field of it (``m["content"] = ...``), is noticed; a
+    change made inside a nested list in place (content parts, tool calls) is not."""
 
     def __init__(self) -> None:
-        self._raw: list[Any] = []
+        self._prints: list[tuple[Any, ...]] = []
         self._parsed: list[Message] = []
 
     def parse(self, messages: Sequence[Message | Mapping[str, Any]], *, source: str = "<messages>") -> list[Message]:
@@ -137,12 +149,11 @@ class MessageCache:
         if not raw:
             raise InputError("the history is empty", source=source)
         same = 0
-        for new, old in zip(raw, self._raw):
-            if new is not old and new != old:
+        for new, old in zip(raw, self._prints):
+            if new is not old[0] or (len(old) > 1 and any(new.get(k) is not v for k, v in zip(_FIELDS, old[1:]))):
                 break
             same += 1
-        parsed = self._parsed[:same] + [parse_message(m, index=i, source=source) for i, m in enumerate(raw) if i >= same]
-        # Shallow copies: an agent that replaces a message's content in place is noticed next time.
-        self._raw = [m if isinstance(m, Message) else dict(m) for m in raw]
+        parsed = self._parsed[:same] + [parse_message(raw[i], index=i, source=source) for i in range(same, len(raw))]
+        self._prints = self._prints[:same] + [_fingerprint(m) for m in raw[same:]]
         self._parsed = parsed
         return parsed

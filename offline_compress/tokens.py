@@ -19,6 +19,7 @@ from tokenizers import Tokenizer
 
 from .chat_template import (
     ChatTemplate,
+    Gemma3Template,
     HFChatTemplate,
     MessageLike,
     PlainMessage,
@@ -28,6 +29,7 @@ from .chat_template import (
     turn_key,
 )
 from .gguf_tokenizer import load_target_tokenizer
+from .messages import Message
 
 DEFAULT_CACHE_SIZE = 65536  # entries
 DEFAULT_CACHE_CHARS = 64 << 20  # characters of message text that turn keys may keep alive
@@ -85,6 +87,8 @@ class TokenCounter:
         self.hits = 0
         self.misses = 0
         self.encoded = 0  # texts actually sent to the tokenizer
+        # (messages of the last count, running sums of their per-message counts): see ``count``
+        self._memo: tuple[list[Any], list[int]] = ([], [0])
 
     # -- cache -------------------------------------------------------------------------------------------
 
@@ -165,8 +169,29 @@ class TokenCounter:
         return self._count_keyed(keys, lambda i: render_turn(turns[i]), lambda i: _turn_chars(turns[i]))
 
     def count(self, messages: Sequence[MessageLike]) -> int:
-        """Tokens of the whole history as the target sees it, BOS included, no generation prompt."""
-        return self.template.bos_tokens + sum(self.message_counts(messages))
+        """Tokens of the whole history as the target sees it, BOS included, no generation prompt.
+
+        A history that extends the previous call's with the very same (immutable) ``Message`` objects costs
+        only its new messages: the counts of the shared prefix are remembered as running sums (an agent step
+        then does O(new) tokenizer work and an O(n) identity scan, instead of O(n) lookups)."""
+        msgs = messages if isinstance(messages, list) else list(messages)
+        if not isinstance(self.template, Gemma3Template):
+            return self.template.bos_tokens + sum(self.message_counts(msgs))
+        with self._lock:
+            prev, sums = self._memo
+        n, limit = 0, min(len(prev), len(msgs))
+        while n < limit and msgs[n] is prev[n] and type(msgs[n]) is Message:
+            n += 1
+        # A trailing system message folds into the next user turn, so its count depends on what follows.
+        while n and _role(msgs[n - 1]) in ("system", "developer"):
+            n -= 1
+        tail = self.message_counts(msgs[n:]) if n < len(msgs) else []
+        new_sums = sums[: n + 1]
+        for c in tail:
+            new_sums.append(new_sums[-1] + c)
+        with self._lock:
+            self._memo = (msgs, new_sums)
+        return self.template.bos_tokens + new_sums[-1]
 
     def count_message(self, message: MessageLike) -> int:
         """Tokens of one message rendered as a history of its own (no BOS)."""
@@ -175,12 +200,17 @@ class TokenCounter:
     def clear_cache(self) -> None:
         with self._lock:
             self._cache.clear()
+            self._memo = ([], [0])
             self._chars = 0
             self.hits = self.misses = self.encoded = 0
 
     @property
     def cache_len(self) -> int:
         return len(self._cache)
+
+
+def _role(message: Any) -> str | None:
+    return message.get("role") if isinstance(message, Mapping) else getattr(message, "role", None)
 
 
 def _turn_chars(turn: Turn) -> int:

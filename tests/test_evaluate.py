@@ -248,6 +248,8 @@ class StubBackend:
         return Generation(json.dumps(draft), 100, 10, False, 20, 0.01, 0.02)
 
 
+
+    generate_json_fast = generate_json
 def test_main_with_a_stub_model_prints_the_table_and_writes_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     import offline_compress.compressor as C

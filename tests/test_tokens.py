@@ -229,3 +229,29 @@ def test_hugging_face_folder_template(tmp_path, model_path, fixture_histories, t
     assert counter.count(history) == TokenCounter(target_tokenizer).count(history)
     with pytest.raises(TokenizerError, match="roles must alternate"):
         counter.count([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])
+
+
+def test_prefix_memo_counts_only_new_messages_and_stays_exact(target_tokenizer):
+    from offline_compress.messages import as_messages
+    from offline_compress.tokens import TokenCounter
+
+    counter = TokenCounter(target_tokenizer)
+    fresh = TokenCounter(target_tokenizer)
+    history = as_messages([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello there"}])
+    assert counter.count(history) == fresh.count(history)
+    for i in range(6):
+        role = ["assistant", "user", "system", "user", "tool", "assistant"][i]
+        extra = {"role": role, "content": f"message {i} " * (i + 1)}
+        if role == "tool":
+            extra["tool_call_id"] = "c1"
+        history = history + as_messages([extra])
+        encoded_before = counter.encoded
+        got = counter.count(history)
+        fresh.clear_cache()
+        assert got == fresh.count(history)
+        # Only the new message (plus a system message folded into it) was encoded.
+        assert counter.encoded - encoded_before <= 1
+    # A different history of the same length is not mistaken for the memo.
+    other = as_messages([{"role": "user", "content": "x"}] * len(history))
+    fresh.clear_cache()
+    assert counter.count(other) == fresh.count(other)
