@@ -94,7 +94,7 @@ from pathlib import Path
 from typing import Any
 
 from . import schema as S
-from .errors import EmptyHistoryError, InputError, OfflineCompressError
+from .errors import EmptyHistoryError, InputError
 from .ground import SourceIndex
 from .messages import Message, as_messages
 from .redact import find_secrets, redact
@@ -305,13 +305,7 @@ def _diff_paths(text: str) -> list[str]:
 
 
 def _unique(items: Iterable[str]) -> list[str]:
-    seen: set[str] = set()
-    out = []
-    for x in items:
-        if x not in seen:
-            seen.add(x)
-            out.append(x)
-    return out
+    return list(dict.fromkeys(items))  # first occurrences, in order
 
 
 # --------------------------------------------------------------------------------------------- matching
@@ -947,14 +941,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except (OfflineCompressError, ValueError) as err:
-        print(f"offline-compress eval: error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+    """``offline-compress eval …`` (the CLI's error handling: one line on stderr, exit status 2)."""
+    from .cli import main as cli_main
+
+    return cli_main(["eval", *(sys.argv[1:] if argv is None else argv)])
 
 
 __all__ = ["RawCall", "add_eval_parser", "aggregate", "evaluate_history", "main", "raw_tool_calls", "run_eval"]

@@ -954,13 +954,7 @@ def _event(
 
 
 def _unique(items: Iterable[str]) -> list[str]:
-    seen: set[str] = set()
-    out = []
-    for x in items:
-        if x not in seen:
-            seen.add(x)
-            out.append(x)
-    return out
+    return list(dict.fromkeys(items))  # first occurrences, in order
 
 
 _OPEN_FILE_LINE = re.compile(r"^\(Open file: ([^\n)]+)\)\s*$", re.M)
