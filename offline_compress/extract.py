@@ -1233,7 +1233,7 @@ def extract_decisions(messages: Sequence[Message], events: Sequence[ToolEvent]) 
         if not event.files_changed or i in seen:
             continue
         seen.add(i)
-        text = _FENCED.sub(" ", messages[i].text)
+        text = _FENCED.sub("\n", messages[i].text)  # a sentence never spans a code block: spans stay verbatim
         sentences = [x.strip() for line in text.splitlines() for x in _SENTENCE_SPLIT.split(line)
                      if len(x.split()) >= 4]
         plans = [x for x in sentences if _DECIDE.search(x) and len(x) <= 300]

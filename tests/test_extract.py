@@ -338,3 +338,20 @@ def test_facts_are_deterministic_frozen_and_accept_dicts() -> None:
     assert a == b and a.model_dump_json() == b.model_dump_json()
     with pytest.raises(Exception):
         a.task = "x"  # type: ignore[misc]
+
+
+def test_extracted_decisions_are_verbatim_spans_of_the_assistant_text():
+    from pathlib import Path
+
+    from offline_compress.formats import load_history
+
+    fixtures = Path(__file__).parent / "fixtures"
+    found = 0
+    for path in sorted(fixtures.glob("*/*.traj*")):
+        messages = load_history(path)
+        facts = extract_facts(messages)
+        for d in facts.decisions:
+            text = messages[d.message_index].text
+            assert d.decision in text and (not d.rationale or d.rationale in text), (path.name, d)
+            found += 1
+    assert found >= 5
