@@ -1,0 +1,89 @@
+"""The command line: JSON out, stdin, and bad input -> one clear line on stderr, exit status 2, nothing written."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from offline_compress.chat_template import render_official_gemma3
+from offline_compress.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+MINI = FIXTURES / "mini-swe-agent" / "django__django-11163.traj.json"
+
+
+def test_count_equals_the_gemma3_rendering_measured_by_llama_cpp(capsys, llama_vocab):
+    assert main(["count", str(MINI)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    messages = json.loads(MINI.read_text())["messages"]
+    # Google's official chat template (jinja), tokenised by llama.cpp from the GGUF: the reference count.
+    rendering = render_official_gemma3([{"role": m["role"], "content": m["content"]} for m in messages])
+    expected = len(llama_vocab.tokenize(rendering.encode(), add_bos=True, special=True))
+    assert out == {"tokens": expected, "messages": len(messages)}
+
+
+def test_check_and_stdin(capsys, monkeypatch):
+    import io
+
+    data = MINI.read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    assert main(["check", "-", "--context", "10000", "--turns-since", "2"]) == 0
+    decision = json.loads(capsys.readouterr().out)
+    assert decision["should_compress"] is True and decision["reason"] == "token-threshold"
+
+
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        ("[]", "empty"),
+        ('{"a": 1}', "no known format"),
+        ('[{"content": "x"}]', "role"),
+        ('[{"role": "wizard", "content": "x"}]', "unknown role"),
+        ('[{"role": "assistant", "content": null}]', "content"),
+        ('[{"role": "user", "content": "x"}', "line 1"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path, capsys, content, words):
+    path = tmp_path / "history.json"
+    path.write_text(content)
+    assert main(["count", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_non_utf8_and_missing_files(tmp_path, capsys):
+    path = tmp_path / "latin1.json"
+    path.write_bytes(b'[{"role": "user", "content": "caf\xe9"}]')
+    assert main(["count", str(path)]) == 2
+    assert "not UTF-8" in capsys.readouterr().err
+    assert main(["count", str(tmp_path / "nope.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_compress_with_a_bad_model_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "summary.json"
+    bad = tmp_path / "fake.gguf"
+    bad.write_bytes(b"not a model")
+    assert main(["compress", str(MINI), "--model", str(tmp_path / "missing.gguf"), "-o", str(out)]) == 2
+    assert "model file not found" in capsys.readouterr().err
+    assert main(["compress", str(MINI), "--model", str(bad), "-o", str(out)]) == 2
+    assert "fake.gguf" in capsys.readouterr().err
+    assert not out.exists() and not list(tmp_path.glob(".summary.json*"))
+
+
+def test_console_script_is_installed():
+    result = subprocess.run([Path(sys.executable).parent / "offline-compress", "--help"], capture_output=True, text=True)
+    assert result.returncode == 0 and "count" in result.stdout and "compress" in result.stdout
+
+
+def test_sha256_mismatch_is_an_error_that_names_the_file(tmp_path, capsys, monkeypatch):
+    (tmp_path / "tiny.gguf").write_bytes(b"GGUF but altered")
+    manifest = {"default": "tiny", "models": [{"name": "tiny", "file": "tiny.gguf", "size": 16, "sha256": "0" * 64}]}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    monkeypatch.setenv("OFFLINE_COMPRESS_MODEL_DIR", str(tmp_path))
+    out = tmp_path / "out.json"
+    assert main(["compress", str(MINI), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "tiny.gguf" in err and "sha256" in err and not out.exists()
