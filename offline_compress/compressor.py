@@ -31,7 +31,8 @@ from .redact import redact
 
 DEFAULT_MAX_TOKENS = 2048
 DEFAULT_KEEP_LAST = 5
-RECENT_CHARS = 200
+BRIDGE_MESSAGES = 2
+BRIDGE_CHARS = 160
 SUMMARY_PREFIX = "[CONTEXT_SUMMARY]\n"
 
 
@@ -98,9 +99,12 @@ def _latest(items: Sequence[Any], key: Any = None) -> list[Any]:
     return list(reversed(_unique(list(reversed(items)), key)))
 
 
-def recent_lines(recent: Sequence[Message]) -> str:
-    """``[role] first 200 chars`` for each kept message, as the summary's tail of the narrative."""
-    return "\n".join(f"[{m.role}] {redact(' '.join(m.text.split()))[:RECENT_CHARS]}" for m in recent)
+def bridge_lines(compressed: Sequence[Message]) -> str:
+    """``[assistant] first 160 chars`` of the last two assistant messages with text in the compressed part: where
+    the agent stood just before the kept messages. The kept messages themselves stay verbatim after the summary,
+    so repeating them here would only cost tokens."""
+    said = [m for m in compressed if m.role == "assistant" and m.text.strip()][-BRIDGE_MESSAGES:]
+    return "\n".join(f"[assistant] {redact(' '.join(m.text.split()))[:BRIDGE_CHARS]}" for m in said)
 
 
 def _bounded(items: list[Any], limit: int, stats: CompressionStats, *, keep: str = "newest") -> list[Any]:
@@ -115,7 +119,7 @@ def _bounded(items: list[Any], limit: int, stats: CompressionStats, *, keep: str
 def merge(
     facts: Facts,
     draft: Draft,
-    recent: Sequence[Message],
+    compressed: Sequence[Message],
     index: SourceIndex,
     report: GroundingReport,
     stats: CompressionStats,
@@ -158,7 +162,7 @@ def merge(
     blockers = list(prev.task_state.blockers) + [redact(x) for x in keep_grounded(state.blockers, index, report)]
 
     narrative = redact(grounded_sentences(draft.recent_narrative, index, report, NARRATIVE_MAX_CHARS))
-    tail = recent_lines(recent)
+    tail = bridge_lines(compressed)
     full_narrative = "\n".join(part for part in (narrative, tail) if part)
     return S.CompressedContext(
         user_constraints=_bounded(constraints, S.MAX_CONSTRAINTS, stats, keep="first"),
@@ -244,7 +248,7 @@ class Compressor:
             )
         embedded, skip = split_previous_summary(parsed)
         previous = previous or embedded
-        target, recent = parsed[skip:cut], parsed[cut:]
+        target = parsed[skip:cut]
         if not target:
             raise EmptyHistoryError("nothing to compress: only the previous summary precedes the kept messages")
         facts = extract_facts(target)
@@ -278,7 +282,7 @@ class Compressor:
             sources.append(previous.to_json())
         index = SourceIndex(sources)
         report = GroundingReport()
-        context = merge(facts, draft, recent, index, report, stats, previous)
+        context = merge(facts, draft, target, index, report, stats, previous)
         stats.total_seconds = time.perf_counter() - start
         return CompressionResult(context=context, facts=facts, grounding=report, stats=stats)
 

@@ -49,11 +49,16 @@ def test_constraints_are_verbatim_user_or_system_text(summaries):
             assert any(constraint in text for text in sources), (name, constraint)
 
 
-def test_model_items_are_grounded_and_tail_lists_recent_messages(summaries):
+def test_narrative_bridges_to_the_kept_messages_without_repeating_them(summaries):
     for name, (messages, result) in summaries.items():
         narrative = result.context.recent_narrative
-        for m in messages[result.stats.messages_compressed:]:
-            assert f"[{m.role}]" in narrative, name
+        cut = result.stats.messages_compressed
+        said = [m for m in messages[:cut] if m.role == "assistant" and m.text.strip()][-2:]
+        for m in said:  # the agent's last words before the cut, as the bridge
+            assert "[assistant] " + " ".join(m.text.split())[:40] in narrative, name
+        # Only those: the kept messages follow the summary verbatim, so they are not repeated in it.
+        bridge = [line for line in narrative.splitlines() if line.startswith("[")]
+        assert len(bridge) == len(said) and all(line.startswith("[assistant] ") for line in bridge), name
         assert result.grounding.kept <= result.grounding.checked
 
 
