@@ -10,7 +10,6 @@ own prefix reuse, so we restore a saved state of the fixed prefix before each ca
 from __future__ import annotations
 
 import json
-import os
 import time
 import warnings
 from dataclasses import dataclass
@@ -18,18 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BackendError
+from .threads import MAX_THREADS, available_cores, threads_now
 
 
 def default_threads() -> int:
-    """Threads for llama.cpp: the cores this process may actually use (affinity / cgroup aware), at most 8.
-
-    Measured on 2 cores: prompt processing ~305 tok/s with 2 threads vs ~185 with 1 on an idle machine; more
-    threads than cores collapses throughput when another process holds a core."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 8))
+    """Threads for llama.cpp at load time: the cores this process may use (affinity, cgroup quota), at most 8.
+    Before each generation an adaptive backend re-chooses from what is free then (``threads.threads_now``)."""
+    return min(available_cores(), MAX_THREADS)
 
 
 @dataclass(frozen=True)
@@ -41,6 +35,7 @@ class Generation:
     generated_tokens: int
     prompt_seconds: float
     total_seconds: float
+    threads: int  # llama.cpp threads this generation ran with
 
 
 @dataclass(frozen=True)
@@ -77,6 +72,8 @@ class LlamaCppBackend:
         except ImportError as err:  # pragma: no cover - install problem
             raise BackendError(f"llama-cpp-python and outlines are required ({err}); see README, 'Install'") from err
         self.model_path = Path(model_path)
+        # None: adaptive, re-chosen before each generation from the cores free then (threads.py)
+        self.adaptive_threads = n_threads is None
         self.n_threads = n_threads or default_threads()
         try:
             self.llm = llama_cpp.Llama(
@@ -111,6 +108,21 @@ class LlamaCppBackend:
         return len(self.tokenize(text))
 
     # -- generation -----------------------------------------------------------------------------------------
+    def set_threads(self, n: int) -> None:
+        """Run llama.cpp with ``n`` threads from now on (prompt and generation alike)."""
+        import llama_cpp
+
+        if n < 1:
+            raise ValueError(f"threads must be >= 1, got {n}")
+        if n != self.n_threads:
+            llama_cpp.llama_set_n_threads(self.llm._ctx.ctx, n, n)  # noqa: SLF001 - no public setter
+            self.n_threads = n
+
+    def _choose_threads(self) -> int:
+        if self.adaptive_threads and not self.gpu:
+            self.set_threads(threads_now())
+        return self.n_threads
+
     def generator(self, schema: dict[str, Any]) -> Any:
         """The Outlines generator for ``schema``, compiled on first use and reused (compiling costs seconds)."""
         from outlines import Generator
@@ -150,6 +162,7 @@ class LlamaCppBackend:
                 f"prompt of {prompt_tokens} tokens + {max_tokens} output tokens exceeds n_ctx={self.n_ctx}"
             )
         start = time.perf_counter()
+        threads = self._choose_threads()
         prefix_tokens, cached = self._restore_prefix(prefix)
         prefix_done = time.perf_counter()
         text = generator(
@@ -165,6 +178,7 @@ class LlamaCppBackend:
             generated_tokens=generated,
             prompt_seconds=prefix_done - start,
             total_seconds=total,
+            threads=threads,
         )
 
     # -- fast path (offline_compress/fastdecode.py) ------------------------------------------------------
@@ -194,6 +208,7 @@ class LlamaCppBackend:
                 f"prompt of {len(prompt)} tokens + {max_tokens} output tokens exceeds n_ctx={self.n_ctx}"
             )
         start = time.perf_counter()
+        threads = self._choose_threads()
         prefix_tokens, cached = self._restore_prefix(prefix)
         decoder.eval_prompt(prompt)
         prefix_done = time.perf_counter()  # prompt processing: prefix restore + the rest of the prompt
@@ -207,6 +222,7 @@ class LlamaCppBackend:
             generated_tokens=len(result.tokens),
             prompt_seconds=prefix_done - start,
             total_seconds=time.perf_counter() - start,
+            threads=threads,
             forced_tokens=result.forced_tokens,
             sampled_tokens=result.sampled_tokens,
             decode_calls=result.decode_calls,

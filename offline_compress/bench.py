@@ -7,7 +7,8 @@ Sections (each row says what ran, so numbers from different machines are never m
 - compression: latency on real trajectories (median, p95), split into prompt processing, generation and grammar
   (mask) time; peak resident memory;
 - decoding: unconstrained greedy vs Outlines-constrained vs our forced-token loop, tokens/s on the same prompt;
-- threads 1..N (prompt processing and generation rates) and prefix cache on/off;
+- threads 1..N (prompt processing and generation rates) and prefix cache on/off; the adaptive thread count vs
+  all cores, idle and with another busy process;
 - naive: the whole history JSON-dumped into the prompt (the seed) vs ours, same trajectories;
 - GPU (n_gpu_layers=-1) when llama-cpp-python was built with CUDA; the report names the backend that ran.
 
@@ -196,6 +197,7 @@ def bench_compression(compressor: Any, files: Sequence[Path], repeats: int) -> l
             "generation_s": median([x.generation_seconds for x in s]),
             "grammar_s": median([x.grammar_seconds for x in s]),
             "same_bytes": len({r.context.to_json() for r in runs}) == 1,
+            "threads": sorted({x.threads for x in s}),
         })
     return rows
 
@@ -250,22 +252,21 @@ def bench_decoding(compressor: Any, repeats: int) -> list[dict[str, Any]]:
 
 def bench_threads(compressor: Any, prompt_words: int, gen_tokens: int) -> list[dict[str, Any]]:
     """Prompt processing and unconstrained generation rates for 1..N threads, on the one loaded model."""
-    import llama_cpp
+    from .threads import available_cores
 
     bd = _decode_script()
     backend = compressor.backend
     _, prefix, suffix = bd.build_prompts(backend)[0]
     prompt = backend.tokenize("word " * prompt_words, add_bos=True)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = available_cores()
     rows = []
     for n in range(1, cores + 1):
-        llama_cpp.llama_set_n_threads(backend.llm._ctx.ctx, n, n)  # noqa: SLF001
+        backend.set_threads(n)
         backend.llm.reset()
         t_pp, _ = timed(lambda: backend.llm.eval(prompt))
         gen = bd.run_unconstrained_numpy(backend, prefix, suffix, gen_tokens)
         rows.append({"threads": n, "prompt_tok_s": len(prompt) / t_pp, "gen_tok_s": gen["tokens"] / gen["seconds"]})
         log(f"threads {n}: prompt {rows[-1]['prompt_tok_s']:.0f} tok/s, generation {rows[-1]['gen_tok_s']:.1f} tok/s")
-    llama_cpp.llama_set_n_threads(backend.llm._ctx.ctx, backend.n_threads, backend.n_threads)  # noqa: SLF001
     backend._prefix_states.clear()  # noqa: SLF001 - states were saved under the default thread count
     return rows
 
@@ -278,6 +279,51 @@ def memory_bandwidth_gb_s(size_mb: int = 512, repeats: int = 5) -> float:
     dst = np.empty_like(src)
     best = min(timed(lambda: np.copyto(dst, src))[0] for _ in range(repeats))
     return 2 * src.nbytes / best / 1e9
+
+
+def bench_contention(compressor: Any, prompt_words: int, gen_tokens: int, repeats: int) -> list[dict[str, Any]]:
+    """The adaptive thread count (chosen before each generation from the CPUs free then) vs a fixed count of
+    all available cores, idle and with one other busy process (a pure-Python spin loop), same prompt and run."""
+    import subprocess
+
+    from .threads import available_cores, threads_now
+
+    bd = _decode_script()
+    backend = compressor.backend
+    _, prefix, suffix = bd.build_prompts(backend)[0]
+    prompt = backend.tokenize("word " * prompt_words, add_bos=True)
+    cores = available_cores()
+
+    def rates(n: int) -> tuple[float, float]:
+        backend.set_threads(n)
+        pp, tg = [], []
+        for _ in range(repeats):
+            backend.llm.reset()
+            t_pp, _ = timed(lambda: backend.llm.eval(prompt))
+            gen = bd.run_unconstrained_numpy(backend, prefix, suffix, gen_tokens)
+            pp.append(len(prompt) / t_pp)
+            tg.append(gen["tokens"] / gen["seconds"])
+        return median(pp), median(tg)
+
+    rows = []
+    for busy in (0, 1):
+        hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
+        try:
+            time.sleep(0.5)  # let the scheduler see it
+            chosen = threads_now()
+            fixed_pp, fixed_tg = rates(cores)
+            ad_pp, ad_tg = rates(chosen)
+        finally:
+            if hog is not None:
+                hog.kill()
+                hog.wait()
+        rows.append({"other_busy_processes": busy, "fixed_threads": cores, "fixed_prompt_tok_s": fixed_pp,
+                     "fixed_gen_tok_s": fixed_tg, "adaptive_threads": chosen, "adaptive_prompt_tok_s": ad_pp,
+                     "adaptive_gen_tok_s": ad_tg, "prompt_speedup": ad_pp / fixed_pp, "gen_speedup": ad_tg / fixed_tg})
+        log(f"{busy} busy process(es): fixed {cores} threads {fixed_pp:.0f}/{fixed_tg:.1f} tok/s, "
+            f"adaptive {chosen} threads {ad_pp:.0f}/{ad_tg:.1f} tok/s (prompt/generation)")
+    backend._prefix_states.clear()  # noqa: SLF001 - the context was reset under other thread counts
+    return rows
 
 
 def bench_naive(compressor: Any, files: Sequence[Path], n_ctx: int) -> list[dict[str, Any]]:
@@ -395,6 +441,8 @@ def run(args: argparse.Namespace) -> int:
                                 "share_of_bound": uncon["tokens_per_s"] / bound}
     results["prefix_cache"] = bench_prefix_cache(compressor, files[0], 1 if quick else 3)
     results["threads"] = bench_threads(compressor, 128 if quick else 512, 16 if quick else 64)
+    results["threads_under_load"] = bench_contention(compressor, 128 if quick else 512, 16 if quick else 64,
+                                                     1 if quick else 3)
     naive_files = files[:1] if quick else files[: args.naive_files]
     results["naive_vs_ours"] = bench_naive(compressor, naive_files, n_ctx=8192 if quick else 32768)
     if results["machine"]["gpu_offload_supported"] and not args.no_gpu:

@@ -77,7 +77,9 @@ def cmd_compress(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     _progress("loading the model and compiling the grammar (once per process)")
     compressor = Compressor(args.model, keep_last=args.keep_last, max_tokens=args.max_tokens, n_threads=args.threads)
-    _progress(f"model ready in {time.perf_counter() - start:.1f} s ({compressor.backend.n_threads} threads); compressing")
+    backend = compressor.backend
+    threads = "threads chosen per call" if backend.adaptive_threads else f"{backend.n_threads} threads"
+    _progress(f"model ready in {time.perf_counter() - start:.1f} s ({threads}); compressing")
     result = compressor.compress_detailed(messages)
     s = result.stats
     _progress(

@@ -68,6 +68,7 @@ class CompressionStats(BaseModel):
     total_seconds: float = 0.0
     draft_valid: bool = True
     clipped_items: int = 0
+    threads: int = 0  # llama.cpp threads the model ran with (chosen per call unless fixed)
 
 
 class CompressionResult(BaseModel):
@@ -271,6 +272,7 @@ class Compressor:
         stats.prompt_tokens = generation.prompt_tokens
         stats.prefix_tokens = generation.prefix_tokens
         stats.prefix_cached = generation.prefix_cached
+        stats.threads = generation.threads
         stats.generated_tokens = generation.generated_tokens
         stats.prompt_seconds = generation.prompt_seconds
         stats.model_seconds = generation.total_seconds

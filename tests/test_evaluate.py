@@ -245,7 +245,7 @@ class StubBackend:
     def generate_json(self, prefix: str, suffix: str, schema: Any, max_tokens: int, repeat_penalty: float = 1.0) -> Generation:
         draft = {"recent_narrative": "The agent ran the tests.", "decisions": [],
                  "task_state": {"completed": [], "remaining": [], "blockers": []}}
-        return Generation(json.dumps(draft), 100, 10, False, 20, 0.01, 0.02)
+        return Generation(json.dumps(draft), 100, 10, False, 20, 0.01, 0.02, threads=1)
 
 
 

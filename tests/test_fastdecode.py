@@ -134,3 +134,23 @@ def test_masked_argmax_matches_llama_cpp_penalty_semantics():
                 best, best_v = i, v
         assert penalised_argmax(logits, counts, 1.3, n) == best
         assert _penalised_argmax_numpy(logits, counts, penalty, n) == best
+
+
+def test_thread_count_does_not_change_the_draft(compressor, prompt, two_runs):
+    """The adaptive thread count may differ from call to call; the bytes must not."""
+    prefix, suffix = prompt
+    backend = compressor.backend
+    adaptive, before = backend.adaptive_threads, backend.n_threads
+    backend.adaptive_threads = False
+    try:
+        texts = {}
+        for n in (1, 2):
+            backend.set_threads(n)
+            gen = backend.generate_json_fast(prefix, suffix, compressor.schema, compressor.max_tokens,
+                                             compressor.repeat_penalty)
+            assert gen.threads == n
+            texts[n] = gen.text
+    finally:
+        backend.set_threads(before)
+        backend.adaptive_threads = adaptive
+    assert texts[1].encode() == texts[2].encode() == two_runs[0].text.encode()
