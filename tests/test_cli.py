@@ -87,3 +87,25 @@ def test_sha256_mismatch_is_an_error_that_names_the_file(tmp_path, capsys, monke
     assert main(["compress", str(MINI), "-o", str(out)]) == 2
     err = capsys.readouterr().err
     assert "tiny.gguf" in err and "sha256" in err and not out.exists()
+
+
+def test_bench_quick_writes_json_markdown_and_chart(tmp_path, model_path):
+    """Smoke test of `offline-compress bench --quick` on the bundled fixtures: every section ran and was
+    written. It asserts what was measured and written, never how fast."""
+    out = tmp_path / "bench"
+    result = subprocess.run(
+        [sys.executable, "-m", "offline_compress.cli", "bench", "--quick", "--out", str(out), "--model", str(model_path),
+         "--no-gpu", str(Path(__file__).parent / "fixtures" / "mini-swe-agent" / "github_issue.traj.json")],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = json.loads((out / "results.json").read_text())
+    for section in ("trigger", "compression", "compression_summary", "decoding", "forced_token_cost", "bandwidth",
+                    "prefix_cache", "threads", "threads_under_load", "naive_vs_ours"):
+        assert data[section], section
+    assert all(row["same_bytes"] for row in data["compression"])
+    assert all(row["counts_equal"] for row in data["trigger"])
+    assert {row["mode"] for row in data["decoding"]} == {"unconstrained", "outlines (llguidance)", "forced-token loop"}
+    assert (out / "results.md").read_text().startswith("# offline_compress benchmark")
+    assert (out / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "bench:" in result.stderr  # progress
