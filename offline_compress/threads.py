@@ -28,19 +28,40 @@ def _affinity() -> set[int] | None:
         return None
 
 
-def cgroup_cpu_limit(root: Path = Path("/sys/fs/cgroup")) -> float | None:
-    """CPUs granted by a cgroup quota (v2 ``cpu.max`` or v1 ``cpu.cfs_quota_us``), None when unlimited."""
+def _own_cgroups(proc_cgroup: Path = Path("/proc/self/cgroup")) -> tuple[str | None, str | None]:
+    """This process's cgroup path for v2 (``0::/path``) and for v1's cpu controller (``N:cpu,cpuacct:/path``)."""
+    v2 = v1 = None
     try:
-        quota, period = (root / "cpu.max").read_text().split()[:2]
-        return None if quota == "max" else int(quota) / int(period)
+        for line in proc_cgroup.read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if controllers == "":
+                v2 = path
+            elif "cpu" in controllers.split(","):
+                v1 = path
     except (OSError, ValueError):
         pass
-    try:
-        quota_us = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
-        period_us = int((root / "cpu" / "cpu.cfs_period_us").read_text())
-        return None if quota_us <= 0 or period_us <= 0 else quota_us / period_us
-    except (OSError, ValueError):
-        return None
+    return v2, v1
+
+
+def cgroup_cpu_limit(root: Path = Path("/sys/fs/cgroup"), proc_cgroup: Path = Path("/proc/self/cgroup")) -> float | None:
+    """CPUs granted by a cgroup quota (v2 ``cpu.max`` or v1 ``cpu.cfs_quota_us``), None when unlimited. Looks in
+    this process's own cgroup first, then at the root (a container usually sees its cgroup there)."""
+    v2, v1 = _own_cgroups(proc_cgroup)
+    for base in dict.fromkeys([root / (v2 or "/").lstrip("/"), root]):
+        try:
+            quota, period = (base / "cpu.max").read_text().split()[:2]
+            return None if quota == "max" else int(quota) / int(period)
+        except (OSError, ValueError):
+            continue
+    cpu = root / "cpu"
+    for base in dict.fromkeys([cpu / (v1 or "/").lstrip("/"), cpu]):
+        try:
+            quota_us = int((base / "cpu.cfs_quota_us").read_text())
+            period_us = int((base / "cpu.cfs_period_us").read_text())
+            return None if quota_us <= 0 or period_us <= 0 else quota_us / period_us
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def available_cores() -> int:

@@ -40,18 +40,36 @@ def test_choose_threads_leaves_out_busy_cpus() -> None:
 
 
 def test_cgroup_limits_v2_and_v1(tmp_path: Path) -> None:
-    assert T.cgroup_cpu_limit(tmp_path) is None  # no cgroup files: unlimited
+    none = tmp_path / "no-proc-cgroup"
+    assert T.cgroup_cpu_limit(tmp_path, none) is None  # no cgroup files: unlimited
     (tmp_path / "cpu.max").write_text("max 100000\n")
-    assert T.cgroup_cpu_limit(tmp_path) is None
+    assert T.cgroup_cpu_limit(tmp_path, none) is None
     (tmp_path / "cpu.max").write_text("150000 100000\n")
-    assert T.cgroup_cpu_limit(tmp_path) == 1.5
+    assert T.cgroup_cpu_limit(tmp_path, none) == 1.5
     v1 = tmp_path / "v1"
     (v1 / "cpu").mkdir(parents=True)
     (v1 / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
     (v1 / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
-    assert T.cgroup_cpu_limit(v1) is None
+    assert T.cgroup_cpu_limit(v1, none) is None
     (v1 / "cpu" / "cpu.cfs_quota_us").write_text("200000\n")
-    assert T.cgroup_cpu_limit(v1) == 2.0
+    assert T.cgroup_cpu_limit(v1, none) == 2.0
+
+
+def test_cgroup_limit_of_the_process_own_cgroup(tmp_path: Path) -> None:
+    """On a host without a cgroup namespace the quota sits in the process's own cgroup, not at the root."""
+    root = tmp_path / "cgroup"
+    (root / "system.slice" / "agent.service").mkdir(parents=True)
+    (root / "cpu.max").write_text("max 100000\n")
+    (root / "system.slice" / "agent.service" / "cpu.max").write_text("100000 100000\n")
+    proc = tmp_path / "proc-self-cgroup"
+    proc.write_text("0::/system.slice/agent.service\n")
+    assert T.cgroup_cpu_limit(root, proc) == 1.0
+    v1 = tmp_path / "v1"
+    (v1 / "cpu" / "docker" / "abc").mkdir(parents=True)
+    (v1 / "cpu" / "docker" / "abc" / "cpu.cfs_quota_us").write_text("300000\n")
+    (v1 / "cpu" / "docker" / "abc" / "cpu.cfs_period_us").write_text("100000\n")
+    proc.write_text("4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n")
+    assert T.cgroup_cpu_limit(v1, proc) == 3.0
 
 
 def test_threads_now_reads_the_real_machine() -> None:
