@@ -81,11 +81,16 @@ def _masked_argmax_numpy(
 ) -> int:
     allowed = np.unpackbits(words.view(np.uint8), bitorder="little")[:n_vocab].view(np.bool_)
     values = np.where(allowed, logits, np.float32(-np.inf))
+    return int(np.argmax(_penalise_numpy(values, counts, penalty, n_vocab)))  # first maximum: lowest id
+
+
+def _penalise_numpy(values: np.ndarray, counts: np.ndarray, penalty: np.float32, n_vocab: int) -> np.ndarray:
+    """llama.cpp's repetition penalty, in place, on the tokens with ``counts > 0``."""
     hit = np.flatnonzero(counts[:n_vocab])
     if hit.size and penalty != 1.0:
         v = values[hit]
         values[hit] = np.where(v <= 0, v * penalty, v / penalty)
-    return int(np.argmax(values))  # first maximum: lowest id
+    return values
 
 
 def _build_kernel() -> Any:
@@ -93,6 +98,13 @@ def _build_kernel() -> Any:
         import numba
     except ImportError:  # pragma: no cover - numba is a dependency; the numpy fallback is slower
         return _masked_argmax_numpy, _penalised_argmax_numpy
+
+    @numba.njit(nogil=True, cache=True, inline="always")
+    def penalise(v, count, penalty):  # type: ignore[no-untyped-def]
+        """llama.cpp's repetition penalty of one logit (float32 in, float32 out)."""
+        if count > 0:
+            return v * penalty if v <= np.float32(0.0) else v / penalty
+        return v
 
     @numba.njit(nogil=True, cache=True)
     def masked_argmax(logits, words, counts, penalty, n_vocab):  # type: ignore[no-untyped-def]
@@ -108,12 +120,7 @@ def _build_kernel() -> Any:
                     i = base + b
                     if i >= n_vocab:
                         break
-                    v = logits[i]
-                    if counts[i] > 0:
-                        if v <= np.float32(0.0):
-                            v = v * penalty
-                        else:
-                            v = v / penalty
+                    v = penalise(logits[i], counts[i], penalty)
                     if best < 0 or v > best_v:
                         best = i
                         best_v = v
@@ -124,12 +131,7 @@ def _build_kernel() -> Any:
         best = 0
         best_v = np.float32(-np.inf)
         for i in range(n_vocab):
-            v = logits[i]
-            if counts[i] > 0:
-                if v <= np.float32(0.0):
-                    v = v * penalty
-                else:
-                    v = v / penalty
+            v = penalise(logits[i], counts[i], penalty)
             if i == 0 or v > best_v:
                 best = i
                 best_v = v
@@ -139,12 +141,7 @@ def _build_kernel() -> Any:
 
 
 def _penalised_argmax_numpy(logits: np.ndarray, counts: np.ndarray, penalty: np.float32, n_vocab: int) -> int:
-    values = logits[:n_vocab].copy()
-    hit = np.flatnonzero(counts[:n_vocab])
-    if hit.size and penalty != 1.0:
-        v = values[hit]
-        values[hit] = np.where(v <= 0, v * penalty, v / penalty)
-    return int(np.argmax(values))
+    return int(np.argmax(_penalise_numpy(logits[:n_vocab].copy(), counts, penalty, n_vocab)))
 
 
 _KERNEL: Any = None
