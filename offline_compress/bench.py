@@ -18,6 +18,7 @@ Medians, not means: these machines are noisy. No timing is asserted anywhere; th
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import os
@@ -216,8 +217,9 @@ def bench_prefix_cache(compressor: Any, path: Path, repeats: int) -> dict[str, A
             "prefix_tokens": compressor.backend.count(compressor.prefix)}
 
 
+@functools.cache
 def _decode_script() -> Any:
-    """scripts/bench_decode.py (the decoding variants, shared with that standalone script)."""
+    """scripts/bench_decode.py (the decoding variants, shared with that standalone script), loaded once."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("bench_decode", REPO / "scripts" / "bench_decode.py")
@@ -270,28 +272,35 @@ def forced_token_cost(compressor: Any, repeats: int) -> dict[str, Any]:
     one = median(seconds[0])
     relative = {k: median(v) / one for k, v in seconds.items()}
     per_extra = median([(relative[k] - 1) / k for k in relative if k])
-    backend._prefix_states.clear()  # noqa: SLF001 - not needed, but keep the cache honest after manual evals
     return {"single_decode_ms": one * 1e3, "decode_of_1_plus_k_vs_1": relative, "cost_per_forced_token": per_extra}
+
+
+def thread_rates(compressor: Any, n: int, prompt_words: int, gen_tokens: int, repeats: int = 1) -> tuple[float, float]:
+    """(prompt processing, unconstrained generation) tokens/s with ``n`` threads on the loaded model; medians."""
+    bd = _decode_script()
+    backend = compressor.backend
+    _, prefix, suffix = bd.build_prompts(backend)[0]
+    prompt = backend.tokenize("word " * prompt_words, add_bos=True)
+    backend.set_threads(n)
+    pp, tg = [], []
+    for _ in range(repeats):
+        backend.llm.reset()
+        t_pp, _ = timed(lambda: backend.llm.eval(prompt))
+        gen = bd.run_unconstrained_numpy(backend, prefix, suffix, gen_tokens)
+        pp.append(len(prompt) / t_pp)
+        tg.append(gen["tokens"] / gen["seconds"])
+    return median(pp), median(tg)
 
 
 def bench_threads(compressor: Any, prompt_words: int, gen_tokens: int) -> list[dict[str, Any]]:
     """Prompt processing and unconstrained generation rates for 1..N threads, on the one loaded model."""
     from .threads import available_cores
 
-    bd = _decode_script()
-    backend = compressor.backend
-    _, prefix, suffix = bd.build_prompts(backend)[0]
-    prompt = backend.tokenize("word " * prompt_words, add_bos=True)
-    cores = available_cores()
     rows = []
-    for n in range(1, cores + 1):
-        backend.set_threads(n)
-        backend.llm.reset()
-        t_pp, _ = timed(lambda: backend.llm.eval(prompt))
-        gen = bd.run_unconstrained_numpy(backend, prefix, suffix, gen_tokens)
-        rows.append({"threads": n, "prompt_tok_s": len(prompt) / t_pp, "gen_tok_s": gen["tokens"] / gen["seconds"]})
-        log(f"threads {n}: prompt {rows[-1]['prompt_tok_s']:.0f} tok/s, generation {rows[-1]['gen_tok_s']:.1f} tok/s")
-    backend._prefix_states.clear()  # noqa: SLF001 - states were saved under the default thread count
+    for n in range(1, available_cores() + 1):
+        pp, tg = thread_rates(compressor, n, prompt_words, gen_tokens)
+        rows.append({"threads": n, "prompt_tok_s": pp, "gen_tok_s": tg})
+        log(f"threads {n}: prompt {pp:.0f} tok/s, generation {tg:.1f} tok/s")
     return rows
 
 
@@ -312,31 +321,15 @@ def bench_contention(compressor: Any, prompt_words: int, gen_tokens: int, repeat
 
     from .threads import available_cores, threads_now
 
-    bd = _decode_script()
-    backend = compressor.backend
-    _, prefix, suffix = bd.build_prompts(backend)[0]
-    prompt = backend.tokenize("word " * prompt_words, add_bos=True)
     cores = available_cores()
-
-    def rates(n: int) -> tuple[float, float]:
-        backend.set_threads(n)
-        pp, tg = [], []
-        for _ in range(repeats):
-            backend.llm.reset()
-            t_pp, _ = timed(lambda: backend.llm.eval(prompt))
-            gen = bd.run_unconstrained_numpy(backend, prefix, suffix, gen_tokens)
-            pp.append(len(prompt) / t_pp)
-            tg.append(gen["tokens"] / gen["seconds"])
-        return median(pp), median(tg)
-
     rows = []
     for busy in (0, 1):
         hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
         try:
             time.sleep(0.5)  # let the scheduler see it
             chosen = threads_now()
-            fixed_pp, fixed_tg = rates(cores)
-            ad_pp, ad_tg = rates(chosen)
+            fixed_pp, fixed_tg = thread_rates(compressor, cores, prompt_words, gen_tokens, repeats)
+            ad_pp, ad_tg = thread_rates(compressor, chosen, prompt_words, gen_tokens, repeats)
         finally:
             if hog is not None:
                 hog.kill()
@@ -346,7 +339,6 @@ def bench_contention(compressor: Any, prompt_words: int, gen_tokens: int, repeat
                      "adaptive_gen_tok_s": ad_tg, "prompt_speedup": ad_pp / fixed_pp, "gen_speedup": ad_tg / fixed_tg})
         log(f"{busy} busy process(es): fixed {cores} threads {fixed_pp:.0f}/{fixed_tg:.1f} tok/s, "
             f"adaptive {chosen} threads {ad_pp:.0f}/{ad_tg:.1f} tok/s (prompt/generation)")
-    backend._prefix_states.clear()  # noqa: SLF001 - the context was reset under other thread counts
     return rows
 
 

@@ -103,12 +103,8 @@ def busy_fractions(before: Mapping[int, tuple[int, int]], after: Mapping[int, tu
 def choose_threads(cores: Iterable[int], busy: Mapping[int, float], limit: int | None = None,
                    threshold: float = BUSY_THRESHOLD) -> int:
     """Threads = usable cores that are not busy with other work now (at least 1, at most ``limit``)."""
-    cores = list(cores)
     free = sum(1 for c in cores if busy.get(c, 0.0) <= threshold)
-    n = max(1, free)
-    if limit is not None:
-        n = min(n, limit)
-    return max(1, min(n, MAX_THREADS))
+    return max(1, min(free, limit or MAX_THREADS, MAX_THREADS))
 
 
 def threads_now(sample_seconds: float = SAMPLE_SECONDS, stat: Path = Path("/proc/stat")) -> int:
