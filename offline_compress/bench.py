@@ -230,25 +230,37 @@ def _decode_script() -> Any:
 
 def bench_decoding(compressor: Any, repeats: int) -> list[dict[str, Any]]:
     """Same prompt, same number of tokens: unconstrained greedy vs Outlines-constrained vs the forced-token
-    loop (its effective rate counts every output token, forced ones included, over the loop's time)."""
+    loop (its effective rate counts every output token, forced ones included, over the loop's time), and the
+    loop with forced tokens decoded one by one: constrained decoding's own per-token cost, end to end and split
+    from llama.cpp's decode time (``outside_decode_overhead`` in scripts/bench_decode.py)."""
     bd = _decode_script()
     backend, schema = compressor.backend, compressor.schema
     name, prefix, suffix = bd.build_prompts(backend)[0]
-    a, b, c = [], [], []
+    a, b, c, c1 = [], [], [], []
     for _ in range(repeats):
         rb = bd.run_outlines(backend, prefix, suffix, schema)
         ra = bd.run_unconstrained_numpy(backend, prefix, suffix, max(rb["tokens"], 2))
         rc = bd.run_fast(backend, prefix, suffix, schema)
-        a.append(ra["tokens"] / ra["seconds"])
+        r1 = bd.run_fast_variant(backend, prefix, suffix, schema, batch_forced=False)
+        a.append(ra)
         b.append(rb["tokens"] / rb["seconds"])
         c.append((rc["tokens"] / rc["seconds"], rc["forced"] / max(rc["tokens"], 1)))
-    ua, ub, uc = median(a), median(b), median([x for x, _ in c])
+        c1.append(r1)
+    ua, ub, uc = median([r["tokens"] / r["seconds"] for r in a]), median(b), median([x for x, _ in c])
+    u1 = median([r["tokens"] / r["seconds"] for r in c1])
+    per_decode = lambda runs: median([r["seconds"] / max(r["decodes"], 1) for r in runs])  # noqa: E731
+    split = bd.outside_decode_overhead(c1, a)
+    log(f"decoding: unconstrained {ua:.1f} tok/s, outlines {ub:.1f}, forced-token loop {uc:.1f}, "
+        f"one by one {u1:.1f} (outside-decode overhead {split['overhead']:+.1%})")
     return [
         {"mode": "unconstrained", "prompt": name, "tokens_per_s": ua, "vs_unconstrained": 1.0},
         {"mode": "outlines (llguidance)", "prompt": name, "tokens_per_s": ub, "vs_unconstrained": ub / ua,
          "per_token_overhead": ua / ub - 1},
         {"mode": "forced-token loop", "prompt": name, "tokens_per_s": uc, "vs_unconstrained": uc / ua,
          "forced_share": median([f for _, f in c])},
+        {"mode": "forced-token loop, forced tokens one by one", "prompt": name, "tokens_per_s": u1,
+         "vs_unconstrained": u1 / ua, "per_token_overhead": per_decode(c1) / per_decode(a) - 1,
+         "outside_decode_overhead": split["overhead"], "decode_ratio": split["decode_ratio"]},
     ]
 
 
@@ -312,6 +324,47 @@ def memory_bandwidth_gb_s(size_mb: int = 512, repeats: int = 5) -> float:
     dst = np.empty_like(src)
     best = min(timed(lambda: np.copyto(dst, src))[0] for _ in range(repeats))
     return 2 * src.nbytes / best / 1e9
+
+
+def read_bandwidth_gb_s(threads: int, size_mb: int = 512, repeats: int = 5) -> float:
+    """Read bandwidth with ``threads`` threads: a parallel sum over an array far larger than the caches (what a
+    decode does with the weights: read each byte once), best of ``repeats``."""
+    import numba
+    import numpy as np
+
+    @numba.njit(parallel=True, fastmath=True, cache=True)
+    def total(x):  # type: ignore[no-untyped-def]
+        acc = 0.0
+        for i in numba.prange(x.size):
+            acc += x[i]
+        return acc
+
+    data = np.ones(size_mb * (1 << 20) // 4, dtype=np.float32)
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        total(data[:1024])  # compile outside the timing
+        best = min(timed(lambda: total(data))[0] for _ in range(repeats))
+    finally:
+        numba.set_num_threads(before)
+    return data.nbytes / best / 1e9
+
+
+def bench_bandwidth(compressor: Any, decoding: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Unconstrained generation against the memory-bandwidth bound: every decode reads the whole GGUF once
+    (the tied 262k-row output embedding is read for each token's logits), so the bound is the read bandwidth
+    at the decode's thread count over the file size. The copy bandwidth (one thread) is kept for reference."""
+    uncon = next((r for r in decoding if r["mode"] == "unconstrained"), None)
+    if uncon is None:
+        return None
+    weights = compressor.backend.model_path.stat().st_size
+    threads = compressor.backend.n_threads
+    read = read_bandwidth_gb_s(threads)
+    bound = read * 1e9 / weights
+    log(f"bandwidth: read {read:.1f} GB/s with {threads} threads -> bound {bound:.0f} tok/s")
+    return {"read_bandwidth_gb_s": read, "read_threads": threads, "copy_bandwidth_gb_s": memory_bandwidth_gb_s(),
+            "weights_mb": weights / 1e6, "bound_tok_s": bound, "unconstrained_tok_s": uncon["tokens_per_s"],
+            "share_of_bound": uncon["tokens_per_s"] / bound}
 
 
 def bench_contention(compressor: Any, prompt_words: int, gen_tokens: int, repeats: int) -> list[dict[str, Any]]:
@@ -454,14 +507,9 @@ def run(args: argparse.Namespace) -> int:
             row["cost_per_forced_token"] = c
             row["ceiling_vs_unconstrained"] = 1 / ((1 - f) + f * c)
     results["forced_token_cost"] = cost
-    bw = memory_bandwidth_gb_s()
-    weights = compressor.backend.model_path.stat().st_size
-    uncon = next((r for r in results["decoding"] if r["mode"] == "unconstrained"), None)
-    if uncon:
-        bound = bw * 1e9 / weights
-        results["bandwidth"] = {"copy_bandwidth_gb_s": bw, "weights_mb": weights / 1e6, "bound_tok_s": bound,
-                                "unconstrained_tok_s": uncon["tokens_per_s"],
-                                "share_of_bound": uncon["tokens_per_s"] / bound}
+    bandwidth = bench_bandwidth(compressor, results["decoding"])
+    if bandwidth:
+        results["bandwidth"] = bandwidth
     results["prefix_cache"] = bench_prefix_cache(compressor, files[0], 1 if quick else 3)
     results["threads"] = bench_threads(compressor, 128 if quick else 512, 16 if quick else 64)
     results["threads_under_load"] = bench_contention(compressor, 128 if quick else 512, 16 if quick else 64,

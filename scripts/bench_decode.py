@@ -17,7 +17,9 @@ generation (after the prompt's logits are ready) is timed.
 N is (b)'s output length on that prompt, so (a), (a2) and (b) decode the same number of tokens. "b ovh" is
 (b)'s time per decode over (a)'s; "c/a" is (c)'s output tokens per second over (a)'s; "N/dec" is (c)'s output
 tokens per llama.cpp decode (load-independent: the ceiling of c/a if a batched decode cost what a single one
-does). A second process recomputes (c)'s texts (sha256) for the cross-process determinism check.
+does). "c_1by1_outside_decode" splits (c_1by1)'s per-token cost from llama.cpp's decode time: the work between
+decodes, constrained minus unconstrained, over an unconstrained token's time (``outside_decode_overhead``).
+A second process recomputes (c)'s texts (sha256) for the cross-process determinism check.
 
     .venv/bin/python scripts/bench_decode.py [--reps 3] [--out bench-results/decode.json]
 """
@@ -78,13 +80,16 @@ def run_unconstrained_numpy(backend: LlamaCppBackend, prefix: str, suffix: str, 
     llm = backend.llm
     start = time.perf_counter()
     tokens = []
+    decode_s = 0.0
     for i in range(n):
         token = int(np.argmax(dec._logits()))
         tokens.append(token)
         if i + 1 < n:
+            t0 = time.perf_counter()
             llm.eval([token])
+            decode_s += time.perf_counter() - t0
     seconds = time.perf_counter() - start
-    return {"tokens": n, "decodes": n - 1, "seconds": seconds}
+    return {"tokens": n, "decodes": n - 1, "seconds": seconds, "decode_seconds": decode_s}
 
 
 def run_unconstrained_sampler(backend: LlamaCppBackend, prefix: str, suffix: str, n: int) -> dict:
@@ -151,7 +156,25 @@ def run_fast_variant(backend: LlamaCppBackend, prefix: str, suffix: str, schema:
     text = backend.llm.detokenize(r.tokens, prev_tokens=prompt).decode("utf-8", errors="ignore")
     return {"text": text, "tokens": len(r.tokens), "decodes": r.decode_calls, "seconds": r.seconds,
             "forced": r.forced_tokens, "sampled": r.sampled_tokens, "mask_seconds": r.mask_seconds,
-            "masks": r.masks, "stop": r.stop_reason}
+            "masks": r.masks, "stop": r.stop_reason, "decode_seconds": r.decode_seconds}
+
+
+def outside_decode_overhead(constrained: list[dict], unconstrained: list[dict]) -> dict:
+    """Per-token cost of the constraint, split from llama.cpp's decode time. Both loops run one decode per
+    output token; what differs is the work between decodes (llguidance, the masked pick, the penalty window
+    vs a plain argmax). That work is small and CPU-bound, so its difference per decode, over an unconstrained
+    token's time, is a measure that the machine's run-to-run noise in the decodes (about +-12% here) does not
+    swamp. ``decode_ratio`` (median time per decode, constrained over unconstrained) checks the premise that
+    the constraint work does not slow the decodes themselves; it carries that noise."""
+    def per_decode(runs: list[dict], key: str) -> float:
+        return statistics.median(r[key] / max(r["decodes"], 1) for r in runs)
+
+    other_c = statistics.median((r["seconds"] - r["decode_seconds"]) / max(r["decodes"], 1) for r in constrained)
+    other_a = statistics.median((r["seconds"] - r["decode_seconds"]) / max(r["decodes"], 1) for r in unconstrained)
+    token_a = per_decode(unconstrained, "seconds")
+    return {"outside_decode_ms_constrained": other_c * 1e3, "outside_decode_ms_unconstrained": other_a * 1e3,
+            "overhead": (other_c - other_a) / token_a,
+            "decode_ratio": per_decode(constrained, "decode_seconds") / per_decode(unconstrained, "decode_seconds")}
 
 
 def fast_digests() -> dict[str, str]:
@@ -241,6 +264,7 @@ def main() -> None:
             "masks_c": c0["masks"],
             "sampled_steps_c": c0["sampled"] + (1 if c0["stop"] == "eos" else 0),
             "overhead_c_1by1_vs_a": per_tok["c_1by1"] / per_tok["a"] - 1,
+            "c_1by1_outside_decode": outside_decode_overhead(runs["c_1by1"], runs["a"]),
             "effective_ratio_c_eager_vs_a": rate["c_eager"] / rate["a"],
             "text_b": runs["b"][0]["text"],
             "text_c": c0["text"],
@@ -263,6 +287,8 @@ def main() -> None:
         "median_effective_ratio_c_vs_a": statistics.median(r["effective_ratio_c_vs_a"] for r in results),
         "median_forced_share_c": statistics.median(r["forced_share_c"] for r in results),
         "median_overhead_c_1by1_vs_a": statistics.median(r["overhead_c_1by1_vs_a"] for r in results),
+        "c_1by1_outside_decode_overhead": [r["c_1by1_outside_decode"]["overhead"] for r in results],
+        "c_1by1_decode_ratio": [r["c_1by1_outside_decode"]["decode_ratio"] for r in results],
         "median_effective_ratio_c_eager_vs_a": statistics.median(r["effective_ratio_c_eager_vs_a"] for r in results),
     }
     if not args.no_cross_process:

@@ -105,7 +105,8 @@ def test_bench_quick_writes_json_markdown_and_chart(tmp_path, model_path):
         assert data[section], section
     assert all(row["same_bytes"] for row in data["compression"])
     assert all(row["counts_equal"] for row in data["trigger"])
-    assert {row["mode"] for row in data["decoding"]} == {"unconstrained", "outlines (llguidance)", "forced-token loop"}
+    assert {row["mode"] for row in data["decoding"]} == {"unconstrained", "outlines (llguidance)", "forced-token loop",
+                                                      "forced-token loop, forced tokens one by one"}
     assert (out / "results.md").read_text().startswith("# offline_compress benchmark")
     assert (out / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "bench:" in result.stderr  # progress

@@ -1,0 +1,26 @@
+"""Arithmetic of the benchmark's derived figures (the timings themselves are only smoke-tested, in test_cli)."""
+
+import pytest
+
+from offline_compress.bench import _decode_script, read_bandwidth_gb_s
+
+
+def test_outside_decode_overhead_separates_the_constraint_from_the_decodes():
+    bd = _decode_script()
+    # unconstrained: 100 decodes of 30 ms, 0.2 ms of argmax each; constrained: the same decodes but 40% slower
+    # (noise), 0.5 ms of work between decodes
+    a = [{"decodes": 100, "seconds": 100 * 0.0302, "decode_seconds": 100 * 0.030}]
+    c = [{"decodes": 100, "seconds": 100 * 0.0425, "decode_seconds": 100 * 0.042}]
+    split = bd.outside_decode_overhead(c, a)
+    assert split["outside_decode_ms_constrained"] == pytest.approx(0.5)
+    assert split["outside_decode_ms_unconstrained"] == pytest.approx(0.2)
+    assert split["overhead"] == pytest.approx(0.3 / 30.2)  # the slower decodes do not count
+    assert split["decode_ratio"] == pytest.approx(1.4)  # but are reported
+
+
+def test_read_bandwidth_is_positive_and_restores_numba_threads():
+    import numba
+
+    before = numba.get_num_threads()
+    assert read_bandwidth_gb_s(1, size_mb=16, repeats=2) > 0.1
+    assert numba.get_num_threads() == before
