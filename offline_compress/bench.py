@@ -236,19 +236,22 @@ def bench_decoding(compressor: Any, repeats: int) -> list[dict[str, Any]]:
     bd = _decode_script()
     backend, schema = compressor.backend, compressor.schema
     name, prefix, suffix = bd.build_prompts(backend)[0]
-    a, b, c, c1 = [], [], [], []
-    for _ in range(repeats):
-        rb = bd.run_outlines(backend, prefix, suffix, schema)
-        ra = bd.run_unconstrained_numpy(backend, prefix, suffix, max(rb["tokens"], 2))
-        rc = bd.run_fast(backend, prefix, suffix, schema)
-        r1 = bd.run_fast_variant(backend, prefix, suffix, schema, batch_forced=False)
-        a.append(ra)
-        b.append(rb["tokens"] / rb["seconds"])
-        c.append((rc["tokens"] / rc["seconds"], rc["forced"] / max(rc["tokens"], 1)))
-        c1.append(r1)
-    ua, ub, uc = median([r["tokens"] / r["seconds"] for r in a]), median(b), median([x for x, _ in c])
-    u1 = median([r["tokens"] / r["seconds"] for r in c1])
-    per_decode = lambda runs: median([r["seconds"] / max(r["decodes"], 1) for r in runs])  # noqa: E731
+    n = max(bd.run_outlines(backend, prefix, suffix, schema)["tokens"], 2)  # warm-up; its output length
+    fns = {
+        "a": lambda: bd.run_unconstrained_numpy(backend, prefix, suffix, n),
+        "b": lambda: bd.run_outlines(backend, prefix, suffix, schema),
+        "c": lambda: bd.run_fast(backend, prefix, suffix, schema),
+        "c1": lambda: bd.run_fast_variant(backend, prefix, suffix, schema, batch_forced=False),
+    }
+    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in fns}
+    order = list(fns)
+    for rep in range(repeats):  # rotating order, so no variant always runs first (this machine is noisy)
+        for key in order[rep % len(order):] + order[: rep % len(order)]:
+            runs[key].append(fns[key]())
+    a, c, c1 = runs["a"], runs["c"], runs["c1"]
+    rate = lambda rs: median([r["tokens"] / r["seconds"] for r in rs])  # noqa: E731
+    ua, ub, uc, u1 = rate(a), rate(runs["b"]), rate(c), rate(c1)
+    per_decode = lambda rs: median([r["seconds"] / max(r["decodes"], 1) for r in rs])  # noqa: E731
     split = bd.outside_decode_overhead(c1, a)
     log(f"decoding: unconstrained {ua:.1f} tok/s, outlines {ub:.1f}, forced-token loop {uc:.1f}, "
         f"one by one {u1:.1f} (outside-decode overhead {split['overhead']:+.1%})")
@@ -257,7 +260,7 @@ def bench_decoding(compressor: Any, repeats: int) -> list[dict[str, Any]]:
         {"mode": "outlines (llguidance)", "prompt": name, "tokens_per_s": ub, "vs_unconstrained": ub / ua,
          "per_token_overhead": ua / ub - 1},
         {"mode": "forced-token loop", "prompt": name, "tokens_per_s": uc, "vs_unconstrained": uc / ua,
-         "forced_share": median([f for _, f in c])},
+         "forced_share": median([r["forced"] / max(r["tokens"], 1) for r in c])},
         {"mode": "forced-token loop, forced tokens one by one", "prompt": name, "tokens_per_s": u1,
          "vs_unconstrained": u1 / ua, "per_token_overhead": per_decode(c1) / per_decode(a) - 1,
          "outside_decode_overhead": split["overhead"], "decode_ratio": split["decode_ratio"]},
@@ -326,7 +329,7 @@ def memory_bandwidth_gb_s(size_mb: int = 512, repeats: int = 5) -> float:
     return 2 * src.nbytes / best / 1e9
 
 
-def read_bandwidth_gb_s(threads: int, size_mb: int = 512, repeats: int = 5) -> float:
+def read_bandwidth_gb_s(threads: int, size_mb: int = 512, repeats: int = 10) -> float:
     """Read bandwidth with ``threads`` threads: a parallel sum over an array far larger than the caches (what a
     decode does with the weights: read each byte once), best of ``repeats``. 64-bit integers: one add per 8
     bytes keeps the loop memory-bound (a float32 sum measured ~20% less on this machine, below a plain copy)."""
@@ -507,7 +510,7 @@ def run(args: argparse.Namespace) -> int:
     totals = [r["total_s"] for r in results["compression"]]
     results["compression_summary"] = {"trajectories": len(totals), "median_s": median(totals), "p95_s": p95(totals),
                                       "peak_rss_mb": peak_rss_mb()}
-    results["decoding"] = bench_decoding(compressor, repeats=1 if quick else 3)
+    results["decoding"] = bench_decoding(compressor, repeats=1 if quick else 8)
     cost = forced_token_cost(compressor, 3 if quick else 7)
     for row in results["decoding"]:
         if "forced_share" in row:
