@@ -17,13 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BackendError
-from .threads import MAX_THREADS, available_cores, threads_now
-
-
-def default_threads() -> int:
-    """Threads for llama.cpp at load time: the cores this process may use (affinity, cgroup quota), at most 8.
-    Before each generation an adaptive backend re-chooses from what is free then (``threads.threads_now``)."""
-    return min(available_cores(), MAX_THREADS)
+from .threads import default_threads, threads_now
 
 
 @dataclass(frozen=True)

@@ -228,6 +228,12 @@ def _decode_script() -> Any:
     return module
 
 
+@functools.cache
+def _bench_prompt(backend: Any) -> tuple[str, str, str]:
+    """(name, fixed prefix, suffix) of the decoding prompt (the first of scripts/bench_decode.py's), built once."""
+    return _decode_script().build_prompts(backend)[0]
+
+
 def bench_decoding(compressor: Any, repeats: int) -> list[dict[str, Any]]:
     """Same prompt, same number of tokens: unconstrained greedy vs Outlines-constrained vs the forced-token
     loop (its effective rate counts every output token, forced ones included, over the loop's time), and the
@@ -235,23 +241,17 @@ def bench_decoding(compressor: Any, repeats: int) -> list[dict[str, Any]]:
     from llama.cpp's decode time (``outside_decode_overhead`` in scripts/bench_decode.py)."""
     bd = _decode_script()
     backend, schema = compressor.backend, compressor.schema
-    name, prefix, suffix = bd.build_prompts(backend)[0]
+    name, prefix, suffix = _bench_prompt(backend)
     n = max(bd.run_outlines(backend, prefix, suffix, schema)["tokens"], 2)  # warm-up; its output length
-    fns = {
+    runs = bd.run_rotating({
         "a": lambda: bd.run_unconstrained_numpy(backend, prefix, suffix, n),
         "b": lambda: bd.run_outlines(backend, prefix, suffix, schema),
         "c": lambda: bd.run_fast(backend, prefix, suffix, schema),
         "c1": lambda: bd.run_fast_variant(backend, prefix, suffix, schema, batch_forced=False),
-    }
-    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in fns}
-    order = list(fns)
-    for rep in range(repeats):  # rotating order, so no variant always runs first (this machine is noisy)
-        for key in order[rep % len(order):] + order[: rep % len(order)]:
-            runs[key].append(fns[key]())
+    }, repeats)
     a, c, c1 = runs["a"], runs["c"], runs["c1"]
     rate = lambda rs: median([r["tokens"] / r["seconds"] for r in rs])  # noqa: E731
     ua, ub, uc, u1 = rate(a), rate(runs["b"]), rate(c), rate(c1)
-    per_decode = lambda rs: median([r["seconds"] / max(r["decodes"], 1) for r in rs])  # noqa: E731
     split = bd.outside_decode_overhead(c1, a)
     log(f"decoding: unconstrained {ua:.1f} tok/s, outlines {ub:.1f}, forced-token loop {uc:.1f}, "
         f"one by one {u1:.1f} (outside-decode overhead {split['overhead']:+.1%})")
@@ -262,7 +262,7 @@ def bench_decoding(compressor: Any, repeats: int) -> list[dict[str, Any]]:
         {"mode": "forced-token loop", "prompt": name, "tokens_per_s": uc, "vs_unconstrained": uc / ua,
          "forced_share": median([r["forced"] / max(r["tokens"], 1) for r in c])},
         {"mode": "forced-token loop, forced tokens one by one", "prompt": name, "tokens_per_s": u1,
-         "vs_unconstrained": u1 / ua, "per_token_overhead": per_decode(c1) / per_decode(a) - 1,
+         "vs_unconstrained": u1 / ua, "per_token_overhead": split["end_to_end"],
          "outside_decode_overhead": split["overhead"], "decode_ratio": split["decode_ratio"]},
     ]
 
@@ -274,7 +274,7 @@ def forced_token_cost(compressor: Any, repeats: int) -> dict[str, Any]:
     at most 1 / ((1 - f) + f * c) times the unconstrained rate (mask and sampling time taken as free)."""
     bd = _decode_script()
     backend = compressor.backend
-    _, prefix, suffix = bd.build_prompts(backend)[0]
+    _, prefix, suffix = _bench_prompt(backend)
     bd.prompt_ready(backend, prefix, suffix)
     llm = backend.llm
     probe = backend.tokenize(" The agent ran the tests and found that the field name did not exist in the model")
@@ -294,7 +294,7 @@ def thread_rates(compressor: Any, n: int, prompt_words: int, gen_tokens: int, re
     """(prompt processing, unconstrained generation) tokens/s with ``n`` threads on the loaded model; medians."""
     bd = _decode_script()
     backend = compressor.backend
-    _, prefix, suffix = bd.build_prompts(backend)[0]
+    _, prefix, suffix = _bench_prompt(backend)
     prompt = backend.tokenize("word " * prompt_words, add_bos=True)
     backend.set_threads(n)
     pp, tg = [], []

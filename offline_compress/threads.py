@@ -74,6 +74,11 @@ def available_cores() -> int:
     return max(1, cores)
 
 
+def default_threads() -> int:
+    """Threads when nothing is known about other work: the cores this process may use, at most ``MAX_THREADS``."""
+    return min(available_cores(), MAX_THREADS)
+
+
 def parse_proc_stat(text: str) -> dict[int, tuple[int, int]]:
     """``cpuN`` lines of /proc/stat as {N: (busy jiffies, total jiffies)}; idle and iowait are not busy, steal
     is (the hypervisor gave that time to someone else). guest time is already inside user/nice."""
@@ -115,6 +120,6 @@ def threads_now(sample_seconds: float = SAMPLE_SECONDS, stat: Path = Path("/proc
         time.sleep(sample_seconds)
         after = parse_proc_stat(stat.read_text())
     except OSError:
-        return min(limit, MAX_THREADS)
+        return default_threads()
     cores = _affinity() or set(after)
     return choose_threads(sorted(cores), busy_fractions(before, after), limit)

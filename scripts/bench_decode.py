@@ -34,6 +34,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -159,22 +160,43 @@ def run_fast_variant(backend: LlamaCppBackend, prefix: str, suffix: str, schema:
             "masks": r.masks, "stop": r.stop_reason, "decode_seconds": r.decode_seconds}
 
 
+def run_rotating(fns: dict, reps: int) -> dict[str, list[dict]]:
+    """Each variant ``reps`` times, interleaved in rotating order so that none always runs first (machine load
+    and the order itself shift timings here); the runs of each variant, in order."""
+    runs: dict[str, list[dict]] = {k: [] for k in fns}
+    order = list(fns)
+    for rep in range(reps):
+        for key in order[rep % len(order):] + order[: rep % len(order)]:
+            runs[key].append(fns[key]())
+    return runs
+
+
 def outside_decode_overhead(constrained: list[dict], unconstrained: list[dict]) -> dict:
     """Per-token cost of the constraint, split from llama.cpp's decode time. Both loops run one decode per
     output token; what differs is the work between decodes (llguidance, the masked pick, the penalty window
     vs a plain argmax). That work is small and CPU-bound, so its difference per decode, over an unconstrained
     token's time, is a measure that the machine's run-to-run noise in the decodes (about +-12% here) does not
     swamp. ``decode_ratio`` (median time per decode, constrained over unconstrained) checks the premise that
-    the constraint work does not slow the decodes themselves; it carries that noise."""
-    def per_decode(runs: list[dict], key: str) -> float:
-        return statistics.median(r[key] / max(r["decodes"], 1) for r in runs)
+    the constraint work does not slow the decodes themselves; it carries that noise. ``end_to_end`` is the
+    plain comparison of whole-loop time per decode, noise included."""
+    def per_decode(runs: list[dict], seconds: Callable[[dict], float]) -> float:
+        return statistics.median(seconds(r) / max(r["decodes"], 1) for r in runs)
 
-    other_c = statistics.median((r["seconds"] - r["decode_seconds"]) / max(r["decodes"], 1) for r in constrained)
-    other_a = statistics.median((r["seconds"] - r["decode_seconds"]) / max(r["decodes"], 1) for r in unconstrained)
-    token_a = per_decode(unconstrained, "seconds")
+    def outside(r: dict) -> float:
+        return r["seconds"] - r["decode_seconds"]
+
+    def loop(r: dict) -> float:
+        return r["seconds"]
+
+    def decode(r: dict) -> float:
+        return r["decode_seconds"]
+
+    other_c, other_a = per_decode(constrained, outside), per_decode(unconstrained, outside)
+    token_a = per_decode(unconstrained, loop)
     return {"outside_decode_ms_constrained": other_c * 1e3, "outside_decode_ms_unconstrained": other_a * 1e3,
             "overhead": (other_c - other_a) / token_a,
-            "decode_ratio": per_decode(constrained, "decode_seconds") / per_decode(unconstrained, "decode_seconds")}
+            "decode_ratio": per_decode(constrained, decode) / per_decode(unconstrained, decode),
+            "end_to_end": per_decode(constrained, loop) / token_a - 1}
 
 
 def fast_digests() -> dict[str, str]:
@@ -215,7 +237,6 @@ def main() -> None:
     for name, prefix, suffix in prompts:
         b0 = run_outlines(backend, prefix, suffix, schema)  # warm-up + N
         n = b0["tokens"]
-        runs: dict[str, list[dict]] = {k: [] for k in ("a", "a2", "b", "c", "c_eager", "c_1by1")}
         fns = {
             "a": lambda: run_unconstrained_numpy(backend, prefix, suffix, n),
             "a2": lambda: run_unconstrained_sampler(backend, prefix, suffix, n),
@@ -224,10 +245,7 @@ def main() -> None:
             "c_eager": lambda: run_fast_variant(backend, prefix, suffix, schema, lazy_mask=False),
             "c_1by1": lambda: run_fast_variant(backend, prefix, suffix, schema, batch_forced=False),
         }
-        order = list(fns)
-        for rep in range(args.reps):
-            for key in order[rep % len(order):] + order[: rep % len(order)]:
-                runs[key].append(fns[key]())
+        runs = run_rotating(fns, args.reps)
         med = {k: statistics.median(r["seconds"] for r in v) for k, v in runs.items()}
         texts_b = {r["text"] for r in runs["b"]}
         texts_c = {r["text"] for r in runs["c"]}

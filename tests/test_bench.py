@@ -16,6 +16,7 @@ def test_outside_decode_overhead_separates_the_constraint_from_the_decodes():
     assert split["outside_decode_ms_unconstrained"] == pytest.approx(0.2)
     assert split["overhead"] == pytest.approx(0.3 / 30.2)  # the slower decodes do not count
     assert split["decode_ratio"] == pytest.approx(1.4)  # but are reported
+    assert split["end_to_end"] == pytest.approx(0.0425 / 0.0302 - 1)  # the plain comparison, noise included
 
 
 def test_read_bandwidth_is_positive_and_restores_numba_threads():
