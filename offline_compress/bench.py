@@ -7,8 +7,9 @@ Sections (each row says what ran, so numbers from different machines are never m
 - compression: latency on real trajectories (median, p95), split into prompt processing, generation and grammar
   (mask) time; peak resident memory;
 - decoding: unconstrained greedy vs Outlines-constrained vs our forced-token loop, tokens/s on the same prompt;
+  the loop's effective output rate over unconstrained decoding on every trajectory's own prompt;
 - threads 1..N (prompt processing and generation rates) and prefix cache on/off; the adaptive thread count vs
-  all cores, idle and with another busy process;
+  all cores, idle and with another busy process; flash attention on vs off;
 - naive: the whole history JSON-dumped into the prompt (the seed) vs ours, same trajectories;
 - GPU (n_gpu_layers=-1) when llama-cpp-python was built with CUDA; the report names the backend that ran.
 
@@ -267,6 +268,39 @@ def bench_decoding(compressor: Any, repeats: int) -> list[dict[str, Any]]:
     ]
 
 
+def bench_effective_rate(compressor: Any, files: Sequence[Path], repeats: int, cost_per_forced: float) -> dict[str, Any]:
+    """The forced-token loop's effective output rate over unconstrained greedy decoding on every trajectory's
+    own prompt (``Compressor.prepare``: what a compression decodes), not on one prompt: the forced share, hence
+    the gain, depends on how much the model writes. Per trajectory, both decode the loop's output length from
+    the same prompt state, in rotating order; the summary gives the median over trajectories and the worst."""
+    from .formats import load_history
+
+    bd = _decode_script()
+    backend, schema, prefix = compressor.backend, compressor.schema, compressor.prefix
+    rows = []
+    for path in tqdm(files, desc="effective rate", file=sys.stderr):
+        suffix = compressor.prepare(load_history(path)).suffix
+        n = max(bd.run_fast(backend, prefix, suffix, schema)["tokens"], 2)  # warm-up; its output length
+        runs = bd.run_rotating({
+            "a": lambda: bd.run_unconstrained_numpy(backend, prefix, suffix, n),
+            "c": lambda: bd.run_fast(backend, prefix, suffix, schema),
+        }, repeats)
+        ua = median([r["tokens"] / r["seconds"] for r in runs["a"]])
+        uc = median([r["tokens"] / r["seconds"] for r in runs["c"]])
+        f = median([r["forced"] / max(r["tokens"], 1) for r in runs["c"]])
+        rows.append({"trajectory": path.name, "output_tokens": n, "forced_share": f, "unconstrained_tok_s": ua,
+                     "loop_tok_s": uc, "vs_unconstrained": uc / ua,
+                     "ceiling_vs_unconstrained": 1 / ((1 - f) + f * cost_per_forced)})
+        log(f"effective rate {path.name}: {uc:.1f} vs {ua:.1f} tok/s ({uc / ua:.2f}x, {f:.0%} forced)")
+    ratios = [r["vs_unconstrained"] for r in rows]
+    return {"rows": rows, "summary": {
+        "trajectories": len(rows), "median_vs_unconstrained": median(ratios),
+        "worst_vs_unconstrained": min(ratios, default=float("nan")),
+        "best_vs_unconstrained": max(ratios, default=float("nan")),
+        "median_forced_share": median([r["forced_share"] for r in rows]),
+        "median_ceiling_vs_unconstrained": median([r["ceiling_vs_unconstrained"] for r in rows])}}
+
+
 def forced_token_cost(compressor: Any, repeats: int) -> dict[str, Any]:
     """What a forced token costs when it rides in the batch of the next sampled token, as in the forced-token
     loop: one decode of 1 + k tokens (logits for the last only) over one decode of 1 token, from the same
@@ -290,10 +324,9 @@ def forced_token_cost(compressor: Any, repeats: int) -> dict[str, Any]:
     return {"single_decode_ms": one * 1e3, "decode_of_1_plus_k_vs_1": relative, "cost_per_forced_token": per_extra}
 
 
-def thread_rates(compressor: Any, n: int, prompt_words: int, gen_tokens: int, repeats: int = 1) -> tuple[float, float]:
-    """(prompt processing, unconstrained generation) tokens/s with ``n`` threads on the loaded model; medians."""
+def thread_rates(backend: Any, n: int, prompt_words: int, gen_tokens: int, repeats: int = 1) -> tuple[float, float]:
+    """(prompt processing, unconstrained generation) tokens/s with ``n`` threads on a loaded backend; medians."""
     bd = _decode_script()
-    backend = compressor.backend
     _, prefix, suffix = _bench_prompt(backend)
     prompt = backend.tokenize("word " * prompt_words, add_bos=True)
     backend.set_threads(n)
@@ -313,9 +346,41 @@ def bench_threads(compressor: Any, prompt_words: int, gen_tokens: int) -> list[d
 
     rows = []
     for n in range(1, available_cores() + 1):
-        pp, tg = thread_rates(compressor, n, prompt_words, gen_tokens)
+        pp, tg = thread_rates(compressor.backend, n, prompt_words, gen_tokens)
         rows.append({"threads": n, "prompt_tok_s": pp, "gen_tok_s": tg})
         log(f"threads {n}: prompt {pp:.0f} tok/s, generation {tg:.1f} tok/s")
+    return rows
+
+
+def bench_attention(compressor: Any, path: Path, prompt_words: int, gen_tokens: int, repeats: int) -> list[dict[str, Any]]:
+    """llama.cpp's flash attention on vs off: prompt processing and generation rates on two contexts of the same
+    model (alternating which runs first), and whether a compression gives the same summary bytes either way."""
+    from .backend import LlamaCppBackend
+    from .compressor import Compressor
+    from .formats import load_history
+
+    ours = compressor.backend
+    other = LlamaCppBackend(ours.model_path, n_ctx=ours.n_ctx, n_threads=ours.n_threads, flash_attn=not ours.flash_attn)
+    n = ours.n_threads
+    rates: dict[bool, list[tuple[float, float]]] = {ours.flash_attn: [], other.flash_attn: []}
+    for rep in range(repeats):
+        pair = [ours, other] if rep % 2 == 0 else [other, ours]
+        for backend in pair:
+            rates[backend.flash_attn].append(thread_rates(backend, n, prompt_words, gen_tokens))
+    messages = load_history(path)
+    summaries = {b.flash_attn: Compressor(backend=b).compress(messages).to_json() for b in (ours, other)}
+    del other
+    rows = []
+    for flash in (True, False):
+        pp, tg = median([r[0] for r in rates[flash]]), median([r[1] for r in rates[flash]])
+        rows.append({"flash_attn": flash, "default": flash == ours.flash_attn, "threads": n,
+                     "prompt_tok_s": pp, "gen_tok_s": tg})
+        log(f"flash attention {'on' if flash else 'off'}: prompt {pp:.0f} tok/s, generation {tg:.1f} tok/s")
+    same = summaries[True] == summaries[False]
+    for row in rows:
+        row["gen_vs_off"] = row["gen_tok_s"] / rows[1]["gen_tok_s"]
+        row["prompt_vs_off"] = row["prompt_tok_s"] / rows[1]["prompt_tok_s"]
+        row["same_summary_as_off"] = same
     return rows
 
 
@@ -391,7 +456,7 @@ def bench_contention(compressor: Any, prompt_words: int, gen_tokens: int, repeat
                 # Alternate which goes first: in two earlier bench runs the one measured first was ~10% faster.
                 pair = [(fixed, cores), (adaptive, chosen)]
                 for runs, n in pair if rep % 2 == 0 else pair[::-1]:
-                    runs.append(thread_rates(compressor, n, prompt_words, gen_tokens))
+                    runs.append(thread_rates(compressor.backend, n, prompt_words, gen_tokens))
             fixed_pp, fixed_tg = median([pp for pp, _ in fixed]), median([tg for _, tg in fixed])
             ad_pp, ad_tg = median([pp for pp, _ in adaptive]), median([tg for _, tg in adaptive])
         finally:
@@ -518,11 +583,16 @@ def run(args: argparse.Namespace) -> int:
             row["cost_per_forced_token"] = c
             row["ceiling_vs_unconstrained"] = 1 / ((1 - f) + f * c)
     results["forced_token_cost"] = cost
+    effective = bench_effective_rate(compressor, files, 1 if quick else 3, cost["cost_per_forced_token"])
+    results["effective_rate"] = effective["rows"]
+    results["effective_rate_summary"] = effective["summary"]
     bandwidth = bench_bandwidth(compressor, results["decoding"])
     if bandwidth:
         results["bandwidth"] = bandwidth
     results["prefix_cache"] = bench_prefix_cache(compressor, files[0], 1 if quick else 3)
     results["threads"] = bench_threads(compressor, 128 if quick else 512, 16 if quick else 64)
+    results["attention"] = bench_attention(compressor, files[0], 128 if quick else 512, 16 if quick else 64,
+                                           1 if quick else 6)
     results["threads_under_load"] = bench_contention(compressor, 128 if quick else 512, 16 if quick else 64,
                                                      1 if quick else 3)
     naive_files = files[:1] if quick else files[: args.naive_files]

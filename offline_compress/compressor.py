@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,18 @@ class CompressionResult(BaseModel):
     facts: Facts
     grounding: GroundingReport
     stats: CompressionStats
+
+
+@dataclass(frozen=True)
+class PreparedPrompt:
+    """``Compressor.prepare``'s result: what the model is asked about, before any model call."""
+
+    messages_in: int
+    cut: int  # messages [0, cut) are compressed
+    target: list[Message]  # the compressed messages, an earlier summary left out
+    previous: S.CompressedContext | None  # the earlier summary (given or embedded), merged into the new one
+    facts: Facts
+    suffix: str  # the prompt after ``Compressor.prefix``
 
 
 def _clip(text: str, limit: int) -> str:
@@ -195,6 +208,7 @@ class Compressor:
         prompt_budget: int = 1536,
         n_threads: int | None = None,
         n_gpu_layers: int = 0,
+        flash_attn: bool = False,
         repeat_penalty: float = 1.3,
         fast: bool = True,
         verify_model: bool = True,
@@ -210,7 +224,11 @@ class Compressor:
         self.repeat_penalty = repeat_penalty
         self.fast = fast  # forced-token loop (fastdecode.py); False: Outlines' Generator, one decode per token
         self.backend = backend or LlamaCppBackend(
-            resolve_model(model, verify=verify_model), n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers
+            resolve_model(model, verify=verify_model),
+            n_ctx=n_ctx,
+            n_threads=n_threads,
+            n_gpu_layers=n_gpu_layers,
+            flash_attn=flash_attn,
         )
         self.instruct = self.backend.chat_template is not None
         self.prefix = fixed_prefix(self.instruct)
@@ -231,14 +249,15 @@ class Compressor:
 
     __call__ = compress
 
-    def compress_detailed(
+    def prepare(
         self,
         messages: Sequence[Message | Mapping[str, Any]],
         *,
         keep_last: int | None = None,
         previous: S.CompressedContext | None = None,
-    ) -> CompressionResult:
-        start = time.perf_counter()
+    ) -> PreparedPrompt:
+        """Everything before the model: the cut, the exact facts and the prompt suffix the model is given after
+        ``self.prefix`` (the benchmark decodes these very prompts). Raises ``EmptyHistoryError`` as ``compress``."""
         parsed = as_messages(messages)
         keep = self.keep_last if keep_last is None else keep_last
         cut = cut_index(parsed, keep)
@@ -253,7 +272,6 @@ class Compressor:
         if not target:
             raise EmptyHistoryError("nothing to compress: only the previous summary precedes the kept messages")
         facts = extract_facts(target)
-        stats = CompressionStats(messages_in=len(parsed), messages_compressed=cut)
         suffix = digest(
             target,
             facts,
@@ -261,9 +279,23 @@ class Compressor:
             count_tokens=self.backend.count,
             previous_narrative=previous.recent_narrative if previous else "",
         ) + closing(self.instruct)
+        return PreparedPrompt(messages_in=len(parsed), cut=cut, target=target, previous=previous, facts=facts,
+                              suffix=suffix)
+
+    def compress_detailed(
+        self,
+        messages: Sequence[Message | Mapping[str, Any]],
+        *,
+        keep_last: int | None = None,
+        previous: S.CompressedContext | None = None,
+    ) -> CompressionResult:
+        start = time.perf_counter()
+        prepared = self.prepare(messages, keep_last=keep_last, previous=previous)
+        target, previous, facts = prepared.target, prepared.previous, prepared.facts
+        stats = CompressionStats(messages_in=prepared.messages_in, messages_compressed=prepared.cut)
         with self._lock:
             generate = self.backend.generate_json_fast if self.fast else self.backend.generate_json
-            generation = generate(self.prefix, suffix, self.schema, self.max_tokens, self.repeat_penalty)
+            generation = generate(self.prefix, prepared.suffix, self.schema, self.max_tokens, self.repeat_penalty)
         try:
             draft = Draft.model_validate_json(generation.text)
         except ValidationError:

@@ -101,8 +101,13 @@ def test_bench_quick_writes_json_markdown_and_chart(tmp_path, model_path):
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads((out / "results.json").read_text())
     for section in ("trigger", "compression", "compression_summary", "decoding", "forced_token_cost", "bandwidth",
-                    "prefix_cache", "threads", "threads_under_load", "naive_vs_ours"):
+                    "effective_rate", "effective_rate_summary", "prefix_cache", "threads", "attention",
+                    "threads_under_load", "naive_vs_ours"):
         assert data[section], section
+    assert [r["trajectory"] for r in data["effective_rate"]] == ["github_issue.traj.json"]
+    assert all(0 < r["forced_share"] < 1 and r["loop_tok_s"] > 0 for r in data["effective_rate"])
+    assert [(r["flash_attn"], r["default"]) for r in data["attention"]] == [(True, False), (False, True)]
+    assert isinstance(data["attention"][0]["same_summary_as_off"], bool)
     assert all(row["same_bytes"] for row in data["compression"])
     assert all(row["counts_equal"] for row in data["trigger"])
     assert {row["mode"] for row in data["decoding"]} == {"unconstrained", "outlines (llguidance)", "forced-token loop",

@@ -14,6 +14,7 @@ from offline_compress.archive import read_archive
 from offline_compress.compressor import SUMMARY_PREFIX
 from offline_compress.errors import EmptyHistoryError
 from offline_compress.formats import load_history
+from offline_compress.prompt import closing
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TRAJECTORIES = sorted(
@@ -81,6 +82,18 @@ def test_same_input_same_bytes_across_processes(compressor, summaries, model_pat
     assert cli.returncode == 0, cli.stderr
     assert cli.stdout.strip() == first
     assert "compressed" in cli.stderr  # progress goes to stderr, the document alone to stdout
+
+
+def test_prepare_gives_the_prompt_that_compress_decodes(compressor, summaries):
+    messages, result = summaries["django__django-11163.traj.json"]
+    prepared = compressor.prepare(messages)
+    assert prepared.cut == result.stats.messages_compressed and prepared.target == messages[: prepared.cut]
+    assert prepared.facts == result.facts
+    prompt = compressor.backend.tokenize(compressor.prefix + prepared.suffix, add_bos=True)
+    assert len(prompt) == result.stats.prompt_tokens
+    assert prepared.suffix.endswith(closing(compressor.instruct)) and len(prepared.suffix) > 500  # digest + closing
+    with pytest.raises(EmptyHistoryError):
+        compressor.prepare(messages[:3])
 
 
 def test_empty_target_is_an_explicit_error(compressor):

@@ -247,9 +247,9 @@ class StubBackend:
                  "task_state": {"completed": [], "remaining": [], "blockers": []}}
         return Generation(json.dumps(draft), 100, 10, False, 20, 0.01, 0.02, threads=1)
 
-
-
     generate_json_fast = generate_json
+
+
 def test_main_with_a_stub_model_prints_the_table_and_writes_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     import offline_compress.compressor as C
