@@ -229,6 +229,22 @@ def _decode_script() -> Any:
     return module
 
 
+def tokens_per_s(runs: Sequence[dict[str, Any]]) -> float:
+    """Median output tokens per second of decoding runs (scripts/bench_decode.py's ``run_*`` results)."""
+    return median([r["tokens"] / r["seconds"] for r in runs])
+
+
+def forced_share(runs: Sequence[dict[str, Any]]) -> float:
+    """Median share of grammar-forced tokens in the forced-token loop's runs."""
+    return median([r["forced"] / max(r["tokens"], 1) for r in runs])
+
+
+def rate_ceiling(forced: float, cost_per_forced: float) -> float:
+    """The most the forced-token loop can gain over unconstrained decoding: a share ``forced`` of the tokens
+    costs ``cost_per_forced`` of a decode each, the rest a whole decode."""
+    return 1 / ((1 - forced) + forced * cost_per_forced)
+
+
 @functools.cache
 def _bench_prompt(backend: Any) -> tuple[str, str, str]:
     """(name, fixed prefix, suffix) of the decoding prompt (the first of scripts/bench_decode.py's), built once."""
@@ -250,10 +266,8 @@ def bench_decoding(compressor: Any, repeats: int) -> list[dict[str, Any]]:
         "c": lambda: bd.run_fast(backend, prefix, suffix, schema),
         "c1": lambda: bd.run_fast_variant(backend, prefix, suffix, schema, batch_forced=False),
     }, repeats)
-    a, c, c1 = runs["a"], runs["c"], runs["c1"]
-    rate = lambda rs: median([r["tokens"] / r["seconds"] for r in rs])  # noqa: E731
-    ua, ub, uc, u1 = rate(a), rate(runs["b"]), rate(c), rate(c1)
-    split = bd.outside_decode_overhead(c1, a)
+    ua, ub, uc, u1 = (tokens_per_s(runs[k]) for k in ("a", "b", "c", "c1"))
+    split = bd.outside_decode_overhead(runs["c1"], runs["a"])
     log(f"decoding: unconstrained {ua:.1f} tok/s, outlines {ub:.1f}, forced-token loop {uc:.1f}, "
         f"one by one {u1:.1f} (outside-decode overhead {split['overhead']:+.1%})")
     return [
@@ -261,7 +275,7 @@ def bench_decoding(compressor: Any, repeats: int) -> list[dict[str, Any]]:
         {"mode": "outlines (llguidance)", "prompt": name, "tokens_per_s": ub, "vs_unconstrained": ub / ua,
          "per_token_overhead": ua / ub - 1},
         {"mode": "forced-token loop", "prompt": name, "tokens_per_s": uc, "vs_unconstrained": uc / ua,
-         "forced_share": median([r["forced"] / max(r["tokens"], 1) for r in c])},
+         "forced_share": forced_share(runs["c"])},
         {"mode": "forced-token loop, forced tokens one by one", "prompt": name, "tokens_per_s": u1,
          "vs_unconstrained": u1 / ua, "per_token_overhead": split["end_to_end"],
          "outside_decode_overhead": split["overhead"], "decode_ratio": split["decode_ratio"]},
@@ -285,12 +299,10 @@ def bench_effective_rate(compressor: Any, files: Sequence[Path], repeats: int, c
             "a": lambda: bd.run_unconstrained_numpy(backend, prefix, suffix, n),
             "c": lambda: bd.run_fast(backend, prefix, suffix, schema),
         }, repeats)
-        ua = median([r["tokens"] / r["seconds"] for r in runs["a"]])
-        uc = median([r["tokens"] / r["seconds"] for r in runs["c"]])
-        f = median([r["forced"] / max(r["tokens"], 1) for r in runs["c"]])
+        ua, uc, f = tokens_per_s(runs["a"]), tokens_per_s(runs["c"]), forced_share(runs["c"])
         rows.append({"trajectory": path.name, "output_tokens": n, "forced_share": f, "unconstrained_tok_s": ua,
                      "loop_tok_s": uc, "vs_unconstrained": uc / ua,
-                     "ceiling_vs_unconstrained": 1 / ((1 - f) + f * cost_per_forced)})
+                     "ceiling_vs_unconstrained": rate_ceiling(f, cost_per_forced)})
         log(f"effective rate {path.name}: {uc:.1f} vs {ua:.1f} tok/s ({uc / ua:.2f}x, {f:.0%} forced)")
     ratios = [r["vs_unconstrained"] for r in rows]
     return {"rows": rows, "summary": {
@@ -362,17 +374,15 @@ def bench_attention(compressor: Any, path: Path, prompt_words: int, gen_tokens: 
     ours = compressor.backend
     other = LlamaCppBackend(ours.model_path, n_ctx=ours.n_ctx, n_threads=ours.n_threads, flash_attn=not ours.flash_attn)
     n = ours.n_threads
-    rates: dict[bool, list[tuple[float, float]]] = {ours.flash_attn: [], other.flash_attn: []}
-    for rep in range(repeats):
-        pair = [ours, other] if rep % 2 == 0 else [other, ours]
-        for backend in pair:
-            rates[backend.flash_attn].append(thread_rates(backend, n, prompt_words, gen_tokens))
+    rates = _decode_script().run_rotating(
+        {b.flash_attn: functools.partial(thread_rates, b, n, prompt_words, gen_tokens) for b in (ours, other)}, repeats)
     messages = load_history(path)
-    summaries = {b.flash_attn: Compressor(backend=b).compress(messages).to_json() for b in (ours, other)}
+    summaries = {ours.flash_attn: compressor.compress(messages).to_json(),
+                 other.flash_attn: Compressor(backend=other).compress(messages).to_json()}
     del other
     rows = []
     for flash in (True, False):
-        pp, tg = median([r[0] for r in rates[flash]]), median([r[1] for r in rates[flash]])
+        pp, tg = (median(x) for x in zip(*rates[flash]))
         rows.append({"flash_attn": flash, "default": flash == ours.flash_attn, "threads": n,
                      "prompt_tok_s": pp, "gen_tok_s": tg})
         log(f"flash attention {'on' if flash else 'off'}: prompt {pp:.0f} tok/s, generation {tg:.1f} tok/s")
@@ -450,15 +460,12 @@ def bench_contention(compressor: Any, prompt_words: int, gen_tokens: int, repeat
         try:
             time.sleep(0.5)  # let the scheduler see it
             chosen = threads_now()
-            fixed: list[tuple[float, float]] = []
-            adaptive: list[tuple[float, float]] = []
-            for rep in range(repeats):
-                # Alternate which goes first: in two earlier bench runs the one measured first was ~10% faster.
-                pair = [(fixed, cores), (adaptive, chosen)]
-                for runs, n in pair if rep % 2 == 0 else pair[::-1]:
-                    runs.append(thread_rates(compressor.backend, n, prompt_words, gen_tokens))
-            fixed_pp, fixed_tg = median([pp for pp, _ in fixed]), median([tg for _, tg in fixed])
-            ad_pp, ad_tg = median([pp for pp, _ in adaptive]), median([tg for _, tg in adaptive])
+            # Alternating which goes first: in two earlier bench runs the one measured first was ~10% faster.
+            runs = _decode_script().run_rotating({
+                name: functools.partial(thread_rates, compressor.backend, n, prompt_words, gen_tokens)
+                for name, n in (("fixed", cores), ("adaptive", chosen))}, repeats)
+            fixed_pp, fixed_tg = (median(x) for x in zip(*runs["fixed"]))
+            ad_pp, ad_tg = (median(x) for x in zip(*runs["adaptive"]))
         finally:
             if hog is not None:
                 hog.kill()
@@ -579,9 +586,8 @@ def run(args: argparse.Namespace) -> int:
     cost = forced_token_cost(compressor, 3 if quick else 7)
     for row in results["decoding"]:
         if "forced_share" in row:
-            f, c = row["forced_share"], cost["cost_per_forced_token"]
-            row["cost_per_forced_token"] = c
-            row["ceiling_vs_unconstrained"] = 1 / ((1 - f) + f * c)
+            row["cost_per_forced_token"] = cost["cost_per_forced_token"]
+            row["ceiling_vs_unconstrained"] = rate_ceiling(row["forced_share"], cost["cost_per_forced_token"])
     results["forced_token_cost"] = cost
     effective = bench_effective_rate(compressor, files, 1 if quick else 3, cost["cost_per_forced_token"])
     results["effective_rate"] = effective["rows"]

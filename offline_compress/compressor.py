@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 

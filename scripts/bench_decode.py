@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -160,10 +160,10 @@ def run_fast_variant(backend: LlamaCppBackend, prefix: str, suffix: str, schema:
             "masks": r.masks, "stop": r.stop_reason, "decode_seconds": r.decode_seconds}
 
 
-def run_rotating(fns: dict, reps: int) -> dict[str, list[dict]]:
+def run_rotating(fns: dict[Any, Callable[[], Any]], reps: int) -> dict[Any, list[Any]]:
     """Each variant ``reps`` times, interleaved in rotating order so that none always runs first (machine load
-    and the order itself shift timings here); the runs of each variant, in order."""
-    runs: dict[str, list[dict]] = {k: [] for k in fns}
+    and the order itself shift timings here); the results of each variant, in order."""
+    runs: dict[Any, list[Any]] = {k: [] for k in fns}
     order = list(fns)
     for rep in range(reps):
         for key in order[rep % len(order):] + order[: rep % len(order)]:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from offline_compress.bench import _decode_script, read_bandwidth_gb_s
+from offline_compress.bench import _decode_script, rate_ceiling, read_bandwidth_gb_s
 
 
 def test_outside_decode_overhead_separates_the_constraint_from_the_decodes():
@@ -25,3 +25,12 @@ def test_read_bandwidth_is_positive_and_restores_numba_threads():
     before = numba.get_num_threads()
     assert read_bandwidth_gb_s(1, size_mb=16, repeats=2) > 0.1
     assert numba.get_num_threads() == before
+
+
+def test_rotating_order_and_rate_ceiling():
+    calls = []
+    runs = _decode_script().run_rotating({k: (lambda k=k: calls.append(k) or k) for k in "xyz"}, 4)
+    assert calls == list("xyz" "yzx" "zxy" "xyz")
+    assert runs == {"x": ["x"] * 4, "y": ["y"] * 4, "z": ["z"] * 4}
+    assert rate_ceiling(0.0, 0.2) == 1.0
+    assert rate_ceiling(0.5, 0.2) == pytest.approx(1 / 0.6)  # half the tokens at a fifth of a decode
