@@ -70,16 +70,19 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_compress(args: argparse.Namespace) -> int:
-    from .compressor import Compressor
+    from .compressor import DEFAULT_MODEL, Compressor
 
     messages = _load(args)
     _progress(f"read {len(messages)} messages from {args.file}")
     start = time.perf_counter()
-    _progress("loading the model and compiling the grammar (once per process)")
-    compressor = Compressor(args.model, keep_last=args.keep_last, max_tokens=args.max_tokens, n_threads=args.threads)
+    model = None if args.no_model else (args.model or DEFAULT_MODEL)
+    if model is not None:
+        _progress("loading the model and compiling the grammar (once per process)")
+    compressor = Compressor(model, keep_last=args.keep_last, max_tokens=args.max_tokens, n_threads=args.threads)
     backend = compressor.backend
-    threads = "threads chosen per call" if backend.adaptive_threads else f"{backend.n_threads} threads"
-    _progress(f"model ready in {time.perf_counter() - start:.1f} s ({threads}); compressing")
+    if backend is not None:
+        threads = "threads chosen per call" if backend.adaptive_threads else f"{backend.n_threads} threads"
+        _progress(f"model ready in {time.perf_counter() - start:.1f} s ({threads}); compressing")
     result = compressor.compress_detailed(messages)
     s = result.stats
     _progress(
@@ -115,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     history_args(p)
     p.add_argument("-o", "--output", help="write the JSON here (atomically) instead of stdout")
     p.add_argument("--model", help="manifest name or .gguf path of the compressor model (default: the embedded Gemma)")
+    p.add_argument("--no-model", action="store_true",
+                   help="extractive only: exact facts, no model loaded (milliseconds instead of seconds)")
     p.add_argument("--keep-last", type=int, default=5, help="messages kept out of the summary (default 5)")
     p.add_argument("--max-tokens", type=int, default=2048, help="output token budget of the model (default 2048)")
     p.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the cores available)")

@@ -30,6 +30,7 @@ from .model_files import resolve_model
 from .prompt import closing, digest, fixed_prefix
 from .redact import redact
 
+DEFAULT_MODEL = "default"  # the embedded model (manifest default); ``model=None`` runs without a model
 DEFAULT_MAX_TOKENS = 2048
 DEFAULT_KEEP_LAST = 5
 BRIDGE_MESSAGES = 2
@@ -193,14 +194,19 @@ def merge(
 
 
 EMPTY_DRAFT = Draft(recent_narrative="The agent ", decisions=[], task_state=DraftTaskState(completed=[], remaining=[], blockers=[]))
+NO_DRAFT = Draft(recent_narrative="", decisions=[], task_state=DraftTaskState(completed=[], remaining=[], blockers=[]))
 
 
 class Compressor:
-    """Loads the model and compiles the draft grammar once; ``compress`` may then be called many times."""
+    """Loads the model and compiles the draft grammar once; ``compress`` may then be called many times.
+
+    ``model``: a manifest name or a ``.gguf`` path; ``"default"`` (the default) is the embedded model;
+    ``None`` compresses without a model (extractive: the exact facts only, no narrative or model items),
+    which loads nothing and takes milliseconds."""
 
     def __init__(
         self,
-        model: str | Path | None = None,
+        model: str | Path | None = DEFAULT_MODEL,
         *,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         keep_last: int = DEFAULT_KEEP_LAST,
@@ -223,8 +229,14 @@ class Compressor:
         self.prompt_budget = prompt_budget
         self.repeat_penalty = repeat_penalty
         self.fast = fast  # forced-token loop (fastdecode.py); False: Outlines' Generator, one decode per token
+        self._lock = threading.Lock()  # one llama.cpp context: one generation at a time
+        if backend is None and model is None:
+            self.backend = None
+            self.instruct = False
+            self.prefix = ""
+            return
         self.backend = backend or LlamaCppBackend(
-            resolve_model(model, verify=verify_model),
+            resolve_model(None if model == DEFAULT_MODEL else model, verify=verify_model),
             n_ctx=n_ctx,
             n_threads=n_threads,
             n_gpu_layers=n_gpu_layers,
@@ -232,7 +244,6 @@ class Compressor:
         )
         self.instruct = self.backend.chat_template is not None
         self.prefix = fixed_prefix(self.instruct)
-        self._lock = threading.Lock()  # one llama.cpp context: one generation at a time
         room = self.backend.n_ctx - self.max_tokens - self.backend.count(self.prefix) - 64
         if room < 256:
             raise ValueError(f"n_ctx={self.backend.n_ctx} leaves no room for a prompt after max_tokens={max_tokens}")
@@ -272,6 +283,9 @@ class Compressor:
         if not target:
             raise EmptyHistoryError("nothing to compress: only the previous summary precedes the kept messages")
         facts = extract_facts(target)
+        if self.backend is None:  # no model: no prompt
+            return PreparedPrompt(messages_in=len(parsed), cut=cut, target=target, previous=previous, facts=facts,
+                                  suffix="")
         suffix = digest(
             target,
             facts,
@@ -291,8 +305,9 @@ class Compressor:
     ) -> CompressionResult:
         start = time.perf_counter()
         prepared = self.prepare(messages, keep_last=keep_last, previous=previous)
-        target, previous, facts = prepared.target, prepared.previous, prepared.facts
         stats = CompressionStats(messages_in=prepared.messages_in, messages_compressed=prepared.cut)
+        if self.backend is None:
+            return self._finish(start, prepared, NO_DRAFT, stats)
         with self._lock:
             generate = self.backend.generate_json_fast if self.fast else self.backend.generate_json
             generation = generate(self.prefix, prepared.suffix, self.schema, self.max_tokens, self.repeat_penalty)
@@ -311,6 +326,11 @@ class Compressor:
         stats.generation_seconds = getattr(generation, "generation_seconds", generation.total_seconds - generation.prompt_seconds)
         stats.grammar_seconds = getattr(generation, "mask_seconds", 0.0)
         stats.forced_tokens = getattr(generation, "forced_tokens", 0)
+        return self._finish(start, prepared, draft, stats)
+
+    def _finish(self, start: float, prepared: PreparedPrompt, draft: Draft, stats: CompressionStats) -> CompressionResult:
+        """Ground the draft and merge it with the facts and the previous summary."""
+        target, previous, facts = prepared.target, prepared.previous, prepared.facts
         sources = [m.text for m in target] + [c.function.arguments for m in target for c in (m.tool_calls or ())]
         if previous is not None:
             sources.append(previous.to_json())
@@ -325,7 +345,7 @@ _default: dict[str, Compressor] = {}
 _default_lock = threading.Lock()
 
 
-def default_compressor(model: str | Path | None = None, **kwargs: Any) -> Compressor:
+def default_compressor(model: str | Path | None = DEFAULT_MODEL, **kwargs: Any) -> Compressor:
     """A process-wide compressor per model, loaded on first use."""
     key = str(model)
     with _default_lock:
@@ -340,7 +360,7 @@ def compress_context(
     compressor: Compressor | None = None,
     keep_last: int = DEFAULT_KEEP_LAST,
     previous: S.CompressedContext | None = None,
-    model: str | Path | None = None,
+    model: str | Path | None = DEFAULT_MODEL,
 ) -> S.CompressedContext:
     """Summarise everything but the last ``keep_last`` messages into a ``CompressedContext``.
 
