@@ -194,7 +194,8 @@ def merge(
 
 
 EMPTY_DRAFT = Draft(recent_narrative="The agent ", decisions=[], task_state=DraftTaskState(completed=[], remaining=[], blockers=[]))
-NO_DRAFT = Draft(recent_narrative="", decisions=[], task_state=DraftTaskState(completed=[], remaining=[], blockers=[]))
+# No model: nothing written (constructed, not validated: the grammar requires "The agent " for the model).
+NO_DRAFT = Draft.model_construct(recent_narrative="", decisions=[], task_state=DraftTaskState(completed=[], remaining=[], blockers=[]))
 
 
 class Compressor:

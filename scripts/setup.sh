@@ -2,8 +2,13 @@
 # One-time setup on a connected machine: a virtualenv in .venv, the package with its dependencies, and the
 # default model in models/. Safe to re-run: what is already there is kept.
 #
-# The first run compiles llama-cpp-python from source (PyPI ships no wheel): ~15 minutes on 2 cores; pip
+# The first run compiles llama-cpp-python from source (PyPI ships no wheel): ~15-30 minutes on 2 cores; pip
 # caches the wheel, so later runs take seconds. For a CUDA build: CMAKE_ARGS="-DGGML_CUDA=on" scripts/setup.sh
+#
+# On x86-64 the default build targets the AVX2 baseline (x86-64-v3), not the build machine's own CPU
+# (-march=native): a native build on a CPU that advertises Intel AMX used AMX tile instructions, which fault
+# (SIGILL) in virtual machines that do not enable them, and a native build also fails on an older CPU when the
+# folder is carried to an air-gapped host. Set CMAKE_ARGS yourself to choose another build.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -12,7 +17,10 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   "$python" -m venv .venv
 fi
-echo "setup: installing offline_compress and its dependencies (llama-cpp-python compiles once, ~15 min)"
+if [ -z "${CMAKE_ARGS:-}" ] && [ "$(uname -m)" = "x86_64" ]; then
+  export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+fi
+echo "setup: installing offline_compress and its dependencies (llama-cpp-python compiles once, ~15-30 min)"
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".[dev]"
 PYTHON=.venv/bin/python scripts/download_model.sh "$@"
