@@ -130,12 +130,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_eval_parser(sub)
     add_bench_parser(sub)
+    from .evaluation.replay import add_ab_replay_parser
+
+    add_ab_replay_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if getattr(args, "context", 1) is not None and getattr(args, "context", 1) <= 0:
+    context = getattr(args, "context", None)
+    if isinstance(context, int) and context <= 0:
         print("offline-compress: error: --context must be a positive number of tokens", file=sys.stderr)
         return 2
     try:

@@ -80,9 +80,22 @@ class CompactionHook:
             parsed, self.model_max_tokens, self.turns_since_last_compression, config=self.trigger, counter=self.counter
         )
         self.last_decision = decision
+        if not decision.should_compress:
+            self.turns_since_last_compression += 1
+            return originals
+        return self._compact(originals, parsed, decision.reason, decision.estimated_tokens)
+
+    def compact(self, messages: Sequence[Mapping[str, Any]], *, reason: str = "manual") -> list[Any]:
+        """Compact now, whatever the trigger says (a user's "compact" command, or a model that refused a
+        too-long prompt). Returns ``messages`` unchanged (as a new list) when nothing can be compressed."""
+        originals = list(messages)
+        parsed = self._messages.parse(originals)
+        return self._compact(originals, parsed, reason, self.counter.count(parsed))
+
+    def _compact(self, originals: list[Any], parsed: list[Any], reason: str, tokens_before: int) -> list[Any]:
         cut = cut_index(parsed, self.keep_last)
         _, summary_messages = split_previous_summary(parsed)
-        if not decision.should_compress or cut <= summary_messages:
+        if cut <= summary_messages:
             self.turns_since_last_compression += 1
             return originals
         start = time.perf_counter()
@@ -98,8 +111,8 @@ class CompactionHook:
         self.metrics.append(
             CompactionMetrics(
                 compaction=compaction,
-                reason=decision.reason,
-                tokens_before=decision.estimated_tokens,
+                reason=reason,
+                tokens_before=tokens_before,
                 tokens_after=self.counter.count(as_messages(new_history)),
                 messages_before=len(originals),
                 messages_after=len(new_history),

@@ -1,0 +1,111 @@
+"""The contexts an agent would see after a compaction, one per strategy, for the replay A/B.
+
+full      no compaction (the reference)
+truncate  the head (leading system messages + the task) and the last ``keep_last`` messages
+mask      observation masking: every tool output before the last ``keep_last`` messages replaced by a one-line
+          placeholder; the agent's own messages and the head kept ("The Complexity Trap", arXiv 2508.21433)
+seed      the seed design: the whole prefix JSON-dumped into one prompt to the same local model (``seed.py``)
+extract   this project with the model switched off (``Compressor(model=None)``), through ``CompactionHook``
+ours      this project's default, through ``CompactionHook``
+
+``truncate`` and ``mask`` are pure functions of the prefix (applying them again to their own output plus new
+messages gives the same context as applying them to the whole prefix). ``extract`` and ``ours`` run the real
+hook over the trajectory as an agent loop would, so a later compaction merges the earlier summary.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..messages import Message, as_messages
+from .probes import KEEP_LAST, head_end, is_tool_output, tail_start
+
+STRATEGIES = ("full", "truncate", "mask", "seed", "extract", "ours")
+MASK_PLACEHOLDER = "[output omitted]"
+
+
+@dataclass
+class Context:
+    """One strategy's context at one step."""
+
+    messages: list[Message]
+    seconds: float = 0.0
+    failed: str | None = None  # why the compaction failed (the context is then what was left)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def full(prefix: Sequence[Message]) -> Context:
+    return Context(list(prefix))
+
+
+def truncate(prefix: Sequence[Message], keep_last: int = KEEP_LAST) -> Context:
+    start = time.perf_counter()
+    h = head_end(prefix)
+    t = max(tail_start(prefix, keep_last), h)
+    return Context([*prefix[:h], *prefix[t:]], time.perf_counter() - start)
+
+
+def mask(prefix: Sequence[Message], keep_last: int = KEEP_LAST) -> Context:
+    start = time.perf_counter()
+    h = head_end(prefix)
+    t = max(tail_start(prefix, keep_last), h)
+    out = list(prefix[:h])
+    for i in range(h, t):
+        m = prefix[i]
+        out.append(m.model_copy(update={"content": MASK_PLACEHOLDER}) if is_tool_output(prefix, i) else m)
+    out += prefix[t:]
+    return Context(out, time.perf_counter() - start)
+
+
+class HookReplay:
+    """Drives a real ``CompactionHook`` over a recorded trajectory, as an agent loop would: before each assistant
+    message the hook gets the live history (its own last output plus the messages recorded since).
+
+    ``run(steps=None)`` lets the trigger decide and returns the steps where it fired; ``run(steps=[...])`` forces
+    a compaction at exactly those steps (``CompactionHook.compact``), so several strategies can be compared at
+    the same points."""
+
+    def __init__(self, compressor: Any, window: int, counter: Any, keep_last: int = KEEP_LAST) -> None:
+        self.compressor = compressor
+        self.window = window
+        self.counter = counter
+        self.keep_last = keep_last
+
+    def run(self, messages: Sequence[Message], steps: Sequence[int] | None = None) -> dict[int, Context]:
+        from ..hook import CompactionHook
+
+        forced = None if steps is None else set(steps)
+        out: dict[int, Context] = {}
+        with tempfile.TemporaryDirectory(prefix="ab-replay-") as tmp:
+            hook = CompactionHook(self.window, archive_path=Path(tmp) / "archive.jsonl", compressor=self.compressor,
+                                  counter=self.counter, keep_last=self.keep_last)
+            live: list[Any] = []
+            last = 0
+            for i, m in enumerate(messages):
+                if m.role != "assistant" or i == 0:
+                    continue
+                live = live + list(messages[last:i])
+                last = i
+                before = len(hook.metrics)
+                if forced is None:
+                    live = hook.before_step(live)
+                elif i in forced:
+                    live = hook.compact(live, reason="replay")
+                else:
+                    continue
+                if len(hook.metrics) > before:
+                    metric = hook.metrics[-1]
+                    out[i] = Context(as_messages(live), metric.seconds,
+                                     info={"reason": metric.reason, "tokens_before": metric.tokens_before})
+                elif forced is not None:
+                    out[i] = Context(as_messages(live), 0.0, failed="nothing to compress",
+                                     info={"reason": "nothing to compress"})
+        return out
+
+
+__all__ = ["Context", "HookReplay", "MASK_PLACEHOLDER", "STRATEGIES", "full", "mask", "truncate"]
