@@ -1,0 +1,162 @@
+"""The replay A/B instrument: probes read by the evaluator's own parsers, strategies, and the ab-replay command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from offline_compress.evaluation import probes as P
+from offline_compress.evaluation.strategies import MASK_PLACEHOLDER, HookReplay, mask, truncate
+from offline_compress.messages import as_messages
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).resolve().parent.parent
+
+LIBRARY_UNDER_TEST = ("offline_compress.extract", "offline_compress.cut", "offline_compress.ground",
+                      "offline_compress.redact", "offline_compress.compressor", "offline_compress.merge")
+
+
+def test_probe_scoring_does_not_import_the_code_it_scores():
+    code = ("import sys, offline_compress.evaluation.probes; "
+            "print([m for m in sys.modules if m.startswith(('offline_compress.extract', 'offline_compress.cut', "
+            "'offline_compress.ground', 'offline_compress.redact', 'offline_compress.compressor', "
+            "'offline_compress.merge'))])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+    # and not lazily either: no import statement of those modules anywhere in the file
+    source = (REPO / "offline_compress" / "evaluation" / "probes.py").read_text()
+    for name in LIBRARY_UNDER_TEST:
+        short = name.rsplit(".", 1)[1]
+        assert f"import {short}" not in source and f".{short} import" not in source, name
+
+
+def _history():
+    """System, task, then: the agent greps (finds a definition in a tool output), reads a file, a command fails,
+    the user steers mid-session, and later the agent uses what it found."""
+    return as_messages([
+        {"role": "system", "content": "You are an agent.\nAlways run the tests."},
+        {"role": "user", "content": "Fix the bug in the parser."},
+        {"role": "assistant", "content": "Searching.\n```bash\ngrep -rn parse_header src/\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\nsrc/http/headers.py:41:def parse_header(raw_value):\n</output>"},
+        {"role": "assistant", "content": "Reading it.\n```bash\ncat src/http/headers.py\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\ndef parse_header(raw_value):\n    return split_tokens(raw_value)\n</output>"},
+        {"role": "assistant", "content": "Run the tests.\n```bash\npytest tests/test_headers.py\n```"},
+        {"role": "user", "content": "<returncode>1</returncode>\n<output>\nE   ModuleNotFoundError: No module named 'hdrs'\n</output>"},
+        {"role": "user", "content": "please do not add new dependencies"},
+        {"role": "assistant", "content": "Noted.\n```bash\nls\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\nsrc\ntests\n</output>"},
+        {"role": "assistant", "content": "Again.\n```bash\nls\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\nsrc\ntests\n</output>"},
+        # step 13: the compaction point; later the agent uses split_tokens (learnt from a tool output) and
+        # re-reads the file, and re-runs the failing test
+        {"role": "assistant", "content": "Patch split_tokens in src/http/headers.py.\n```bash\ncat src/http/headers.py\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\ndef parse_header(raw_value):\n    return split_tokens(raw_value)\n</output>"},
+        {"role": "assistant", "content": "```bash\npytest tests/test_headers.py\n```"},
+        {"role": "user", "content": "<returncode>1</returncode>\n<output>\nE   ModuleNotFoundError: No module named 'hdrs'\n</output>"},
+    ])
+
+
+def test_parsers_read_actions_results_and_failures():
+    m = _history()
+    acts = P.actions(m)
+    assert [a.index for a in acts] == [2, 4, 6, 9, 11, 13, 15]
+    assert acts[2].exit_code == 1 and acts[2].failed and not acts[0].failed
+    assert P.error_line(acts[2].result) == "E   ModuleNotFoundError: No module named 'hdrs'"
+    assert P.head_end(m) == 2
+    assert P.is_tool_output(m, 3) and not P.is_tool_output(m, 8)  # a person after a tool result is not output
+    assert {"src/http/headers.py", "split_tokens", "parse_header"} <= P.artifacts(m[13].text + m[3].text)
+    assert "IMPORTANT" not in P.artifacts("IMPORTANT: THOUGHT here")
+
+
+def test_probes_of_a_step_and_their_scores():
+    m = _history()
+    pr = P.build_probes(m, 13, len(m), phrases=["Always run the tests."])
+    assert pr.region == (2, 8)  # the last 5 messages of the prefix are the tail
+    assert "split_tokens" in pr.artifacts and "src/http/headers.py" in pr.artifacts
+    assert pr.constraints == ["Always run the tests.", "please do not add new dependencies"]
+    assert len(pr.repeat_reads) == 1 and len(pr.repeat_failures) == 1 and len(pr.region_failures) == 1
+
+    full = P.score_context(pr, m[:13])
+    assert full.artifacts_kept == full.artifacts and full.redos == 0
+    assert full.failures_remembered == 1 and full.constraints_kept == 2 and full.head_lines_kept == full.head_lines
+
+    cut = truncate(m[:13]).messages  # head + last 5: the grep hit, the file and the failure are gone
+    s = P.score_context(pr, cut)
+    assert s.artifacts_kept < s.artifacts and "split_tokens" in s.lost_artifacts
+    assert s.redos == 1 and s.failures_remembered == 0 and s.region_failures_kept == 0
+    assert s.constraints_kept == 2  # the steering turn is in the kept tail
+
+
+def test_presence_reads_json_escapes_as_an_agent_would():
+    m = _history()
+    pr = P.build_probes(m, 13, len(m))
+    doc = {"notes": 'def parse_header(raw_value):\n    return split_tokens(raw_value)', "path": "src/http/headers.py"}
+    ctx = as_messages([*m[:2], {"role": "system", "content": "[S]\n" + json.dumps(doc)}, *m[8:13]])
+    s = P.score_context(pr, ctx)
+    assert "split_tokens" not in s.lost_artifacts and s.redos == 0
+
+
+def test_mask_and_truncate():
+    m = _history()
+    masked = mask(m[:13]).messages
+    assert [x.text for x in masked[:2]] == [x.text for x in m[:2]]
+    assert masked[3].text == MASK_PLACEHOLDER and masked[2].text == m[2].text  # output masked, agent kept
+    assert masked[8:] == list(m[8:13])  # the tail is untouched
+    assert len(truncate(m[:13]).messages) == 2 + 5
+
+
+def test_hook_replay_forces_the_same_points_for_another_compressor(tmp_path):
+    from offline_compress.compressor import Compressor
+    from offline_compress.tokens import get_counter
+
+    m = _history()
+    runs = HookReplay(Compressor(None), 10**6, get_counter(), keep_last=2).run(m, steps=[9, 13])
+    assert sorted(runs) == [9, 13]
+    second = runs[13].messages
+    assert second[0].text.startswith("[CONTEXT_SUMMARY]")
+    assert second[-2:] == list(m[11:13])
+    assert runs[13].info["reason"] == "replay"
+
+
+def test_ab_replay_cli_writes_table_json_and_chart(tmp_path):
+    bad = tmp_path / "broken.json"
+    bad.write_text("[{\"role\": \"nobody\"}]")
+    out, chart = tmp_path / "r.json", tmp_path / "r.png"
+    proc = subprocess.run(
+        [sys.executable, "-m", "offline_compress.cli", "ab-replay", str(FIXTURES / "mini-swe-agent"), str(bad),
+         "--context", "4096,8192", "--strategies", "full,truncate,mask,extract", "--points-from", "extract",
+         "--json", str(out), "--chart", str(chart)],
+        capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "not replayed: " in proc.stdout and "broken.json" in proc.stdout
+    report = json.loads(out.read_text())
+    names = {(r["window"], r["strategy"]) for r in report["aggregate"]}
+    assert (4096, "mask") in names and (8192, "extract") in names
+    full = next(r for r in report["aggregate"] if r["strategy"] == "full" and r["window"] == 4096)
+    assert full["artifact_recall"] == 1.0 and full["points"] > 0
+    assert chart.stat().st_size > 10_000
+
+
+def test_seed_schema_has_no_bounds_and_a_long_prefix_is_a_counted_failure(model_path, tmp_path):
+    from offline_compress.evaluation.seed import SeedCache, SeedCompressor, seed_schema
+    from offline_compress.formats import load_history
+
+    assert "maxLength" not in json.dumps(seed_schema()) and "maxItems" not in json.dumps(seed_schema())
+    seed = SeedCompressor(model_path, SeedCache(tmp_path / "cache.json"), n_ctx=2048)
+    messages = load_history(FIXTURES / "mini-swe-agent" / "django__django-11163.traj.json")
+    result = seed.compress(messages[:20])
+    assert not result["ok"] and "exceeds n_ctx" in result["error"] and not result["cached"]
+    again = SeedCompressor(model_path, SeedCache(tmp_path / "cache.json"), n_ctx=2048).compress(messages[:20])
+    assert again["cached"] and again["error"] == result["error"]
+
+
+def test_split_is_fixed_and_balanced():
+    from offline_compress.evaluation.replay import split_of
+
+    names = [f"repo__repo-{i}" for i in range(200)]
+    design = sum(split_of(n) == "design" for n in names)
+    assert 70 < design < 130 and split_of("django__django-11163") == split_of("django__django-11163")
