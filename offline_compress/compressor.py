@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from . import schema as S
 from .backend import LlamaCppBackend
-from .cut import cut_index
+from .cut import cut_index, head_end
 from .draft import NARRATIVE_MAX_CHARS, Draft, DraftTaskState, draft_json_schema, worst_case_tokens
 from .errors import EmptyHistoryError
 from .extract import Facts, extract_facts
@@ -43,21 +43,33 @@ def summary_message(context: S.CompressedContext) -> dict[str, str]:
     return {"role": "system", "content": SUMMARY_PREFIX + context.to_json()}
 
 
-def split_previous_summary(messages: Sequence[Message]) -> tuple[S.CompressedContext | None, int]:
-    """A history that starts with our summary message: (that summary, 1); otherwise (None, 0)."""
-    if messages and messages[0].role == "system" and messages[0].text.startswith(SUMMARY_PREFIX):
-        try:
-            return S.CompressedContext.model_validate_json(messages[0].text[len(SUMMARY_PREFIX):]), 1
-        except ValidationError:
-            return None, 0
-    return None, 0
+def is_summary_message(message: Message) -> bool:
+    """Our summary message: a system (or developer) message that starts with the marker and holds a valid
+    summary. A marker inside tool output or a user turn is text, never a summary."""
+    if message.role not in ("system", "developer") or not message.text.startswith(SUMMARY_PREFIX):
+        return False
+    try:
+        S.CompressedContext.model_validate_json(message.text[len(SUMMARY_PREFIX):])
+    except ValidationError:
+        return False
+    return True
+
+
+def find_previous_summary(messages: Sequence[Message], start: int = 0) -> tuple[S.CompressedContext | None, int | None]:
+    """The last summary message of ours at or after ``start`` (anywhere in the history, not only first):
+    (that summary, its index), else (None, None)."""
+    for i in range(len(messages) - 1, start - 1, -1):
+        if is_summary_message(messages[i]):
+            return S.CompressedContext.model_validate_json(messages[i].text[len(SUMMARY_PREFIX):]), i
+    return None, None
 
 
 class CompressionStats(BaseModel):
     """Measurements of one compression (for metrics, the eval and the benchmark)."""
 
     messages_in: int
-    messages_compressed: int
+    messages_compressed: int  # index of the first kept recent message: messages [head, this) were summarised
+    head: int = 0  # messages [0, head) kept verbatim before the summary
     prompt_tokens: int = 0
     prefix_tokens: int = 0
     prefix_cached: bool = False
@@ -85,11 +97,12 @@ class PreparedPrompt:
     """``Compressor.prepare``'s result: what the model is asked about, before any model call."""
 
     messages_in: int
-    cut: int  # messages [0, cut) are compressed
+    cut: int  # messages [head, cut) are compressed
     target: list[Message]  # the compressed messages, an earlier summary left out
     previous: S.CompressedContext | None  # the earlier summary (given or embedded), merged into the new one
     facts: Facts
     suffix: str  # the prompt after ``Compressor.prefix``
+    head: int = 0  # messages [0, head) are kept verbatim before the summary (not summarised)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -256,8 +269,9 @@ class Compressor:
         *,
         keep_last: int | None = None,
         previous: S.CompressedContext | None = None,
+        keep_first: int | None = 0,
     ) -> S.CompressedContext:
-        return self.compress_detailed(messages, keep_last=keep_last, previous=previous).context
+        return self.compress_detailed(messages, keep_last=keep_last, previous=previous, keep_first=keep_first).context
 
     __call__ = compress
 
@@ -267,26 +281,33 @@ class Compressor:
         *,
         keep_last: int | None = None,
         previous: S.CompressedContext | None = None,
+        keep_first: int | None = 0,
     ) -> PreparedPrompt:
         """Everything before the model: the cut, the exact facts and the prompt suffix the model is given after
-        ``self.prefix`` (the benchmark decodes these very prompts). Raises ``EmptyHistoryError`` as ``compress``."""
+        ``self.prefix`` (the benchmark decodes these very prompts). Raises ``EmptyHistoryError`` as ``compress``.
+
+        ``keep_first``: messages at the start kept verbatim by the caller and so not summarised: 0 (default)
+        summarises from the start; ``None`` leaves out the head (leading system messages and the task), as the
+        hook does; an int leaves out that many. An earlier summary of ours anywhere after the head is merged,
+        not summarised again."""
         parsed = as_messages(messages)
         keep = self.keep_last if keep_last is None else keep_last
         cut = cut_index(parsed, keep)
-        if cut == 0:
+        head = head_end(parsed, keep_first, is_summary=is_summary_message)
+        if cut <= head:
             raise EmptyHistoryError(
-                f"nothing to compress: the history has {len(parsed)} messages and the last {keep} "
-                "(with any tool results they need) are kept as they are"
+                f"nothing to compress: the history has {len(parsed)} messages; the first {head} and the last "
+                f"{len(parsed) - cut} (with any tool results they need) are kept as they are"
             )
-        embedded, skip = split_previous_summary(parsed)
+        embedded, at = find_previous_summary(parsed[:cut], head)
         previous = previous or embedded
-        target = parsed[skip:cut]
+        target = [m for i, m in enumerate(parsed[head:cut], head) if i != at]
         if not target:
             raise EmptyHistoryError("nothing to compress: only the previous summary precedes the kept messages")
         facts = extract_facts(target)
         if self.backend is None:  # no model: no prompt
             return PreparedPrompt(messages_in=len(parsed), cut=cut, target=target, previous=previous, facts=facts,
-                                  suffix="")
+                                  suffix="", head=head)
         suffix = digest(
             target,
             facts,
@@ -295,7 +316,7 @@ class Compressor:
             previous_narrative=previous.recent_narrative if previous else "",
         ) + closing(self.instruct)
         return PreparedPrompt(messages_in=len(parsed), cut=cut, target=target, previous=previous, facts=facts,
-                              suffix=suffix)
+                              suffix=suffix, head=head)
 
     def compress_detailed(
         self,
@@ -303,10 +324,12 @@ class Compressor:
         *,
         keep_last: int | None = None,
         previous: S.CompressedContext | None = None,
+        keep_first: int | None = 0,
     ) -> CompressionResult:
         start = time.perf_counter()
-        prepared = self.prepare(messages, keep_last=keep_last, previous=previous)
-        stats = CompressionStats(messages_in=prepared.messages_in, messages_compressed=prepared.cut)
+        prepared = self.prepare(messages, keep_last=keep_last, previous=previous, keep_first=keep_first)
+        stats = CompressionStats(messages_in=prepared.messages_in, messages_compressed=prepared.cut,
+                                 head=prepared.head)
         if self.backend is None:
             return self._finish(start, prepared, NO_DRAFT, stats)
         with self._lock:

@@ -1,42 +1,63 @@
 """The hook for agent loops (framework-agnostic): call ``before_step(messages)`` before each model call and
 use the list it returns. When the trigger fires, the older messages are archived on disk, then replaced by one
-system message holding the summary; the last messages (and the tool results they need) stay as they are."""
+system message holding the summary. The head (the system prompt and the task, by default) stays verbatim before
+the summary, and the last messages (and the tool results they need) stay verbatim after it:
+
+    [*head, summary, *recent]
+
+A compaction that would not make the history smaller is not done: the history is returned as it was and the
+metrics say why."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from .archive import archive_messages
-from .compressor import DEFAULT_KEEP_LAST, Compressor, default_compressor, split_previous_summary, summary_message
-from .cut import cut_index
+from .compressor import (
+    DEFAULT_KEEP_LAST,
+    Compressor,
+    default_compressor,
+    find_previous_summary,
+    is_summary_message,
+    summary_message,
+)
+from .cut import cut_index, head_end
 from .messages import MessageCache, as_messages
 from .schema import CompressedContext
 from .trigger import CompressionDecision, TriggerConfig, evaluate_compression
 
 
 class CompactionMetrics(BaseModel):
-    """One compaction: why, how much it saved, how long it took."""
+    """One firing of the trigger: what was done, why, how much it saved, how long it took."""
 
-    compaction: int
-    reason: str
+    compaction: int  # number of this compaction (1, 2, ...); 0 when the history was kept
+    outcome: Literal["compacted", "kept"]
+    reason: str  # the trigger's reason (token-threshold, tool-event, turn-limit) or "manual"
+    note: str = ""  # why the history was kept, or "still above the threshold"
     tokens_before: int
     tokens_after: int
     messages_before: int
     messages_after: int
+    head: int = 0  # messages kept verbatim before the summary
     seconds: float
-    groundedness: float
+    groundedness: float = 1.0
+    above_threshold: bool = False  # the compacted history is still above the trigger's token threshold
+    dropped_items: int = 0  # summary items dropped by its bounds (they stay in the archive)
 
 
 class CompactionHook:
     """Keeps an agent's history inside ``model_max_tokens``.
 
     ``archive_path``: JSONL file the replaced messages are appended to (fsync'd) before a new history is
-    returned. The caller's list and dicts are never modified; kept messages are passed through unchanged."""
+    returned. ``keep_first``: the head kept verbatim before the summary: ``None`` (default) keeps the leading
+    system/developer messages and the first user message (the task); an int keeps that many first messages; 0
+    summarises everything before the recent messages. ``keep_last``: recent messages kept verbatim after it.
+    The caller's list and dicts are never modified; kept messages are passed through unchanged."""
 
     def __init__(
         self,
@@ -47,9 +68,12 @@ class CompactionHook:
         counter: Any = None,
         trigger: TriggerConfig = TriggerConfig(),
         keep_last: int = DEFAULT_KEEP_LAST,
+        keep_first: int | None = None,
     ) -> None:
         if model_max_tokens <= 0:
             raise ValueError(f"model_max_tokens must be positive, got {model_max_tokens}")
+        if keep_first is not None and keep_first < 0:
+            raise ValueError(f"keep_first must be None or >= 0, got {keep_first}")
         self.model_max_tokens = model_max_tokens
         self.archive_path = Path(archive_path)
         self._compressor = compressor
@@ -60,11 +84,13 @@ class CompactionHook:
         self.counter = counter
         self.trigger = trigger
         self.keep_last = keep_last
+        self.keep_first = keep_first
         self.turns_since_last_compression = 0
         self.metrics: list[CompactionMetrics] = []
         self.last_decision: CompressionDecision | None = None
         self.summary: CompressedContext | None = None
         self._messages = MessageCache()
+        self._empty_summary_tokens: int | None = None
 
     @property
     def compressor(self) -> Compressor:
@@ -72,8 +98,12 @@ class CompactionHook:
             self._compressor = default_compressor(keep_last=self.keep_last)
         return self._compressor
 
+    @property
+    def compactions(self) -> int:
+        return sum(1 for m in self.metrics if m.outcome == "compacted")
+
     def before_step(self, messages: Sequence[Mapping[str, Any]]) -> list[Any]:
-        """Return the history to send: ``messages`` itself (as a new list) or ``[summary, *recent]``."""
+        """Return the history to send: ``messages`` itself (as a new list) or ``[*head, summary, *recent]``."""
         originals = list(messages)
         parsed = self._messages.parse(originals)
         decision = evaluate_compression(
@@ -87,37 +117,68 @@ class CompactionHook:
 
     def compact(self, messages: Sequence[Mapping[str, Any]], *, reason: str = "manual") -> list[Any]:
         """Compact now, whatever the trigger says (a user's "compact" command, or a model that refused a
-        too-long prompt). Returns ``messages`` unchanged (as a new list) when nothing can be compressed."""
+        too-long prompt). Returns ``messages`` unchanged (as a new list) when compaction cannot shrink it."""
         originals = list(messages)
         parsed = self._messages.parse(originals)
         return self._compact(originals, parsed, reason, self.counter.count(parsed))
 
+    def _keep(self, originals: list[Any], parsed: list[Any], reason: str, tokens: int, note: str,
+              start: float) -> list[Any]:
+        """Record a firing that did not compact, and hand the history back as it was."""
+        self.turns_since_last_compression += 1
+        self.metrics.append(CompactionMetrics(
+            compaction=0, outcome="kept", reason=reason, note=note, tokens_before=tokens, tokens_after=tokens,
+            messages_before=len(parsed), messages_after=len(parsed), seconds=time.perf_counter() - start))
+        return originals
+
     def _compact(self, originals: list[Any], parsed: list[Any], reason: str, tokens_before: int) -> list[Any]:
-        cut = cut_index(parsed, self.keep_last)
-        _, summary_messages = split_previous_summary(parsed)
-        if cut <= summary_messages:
-            self.turns_since_last_compression += 1
-            return originals
         start = time.perf_counter()
-        result = self.compressor.compress_detailed(parsed, keep_last=self.keep_last, previous=self.summary)
-        compaction = len(self.metrics) + 1
-        new_history = [summary_message(result.context), *originals[cut:]]
+        head = head_end(parsed, self.keep_first, is_summary=is_summary_message)
+        cut = cut_index(parsed, self.keep_last)
+        _, at = find_previous_summary(parsed[:cut], head)
+        region = [i for i in range(head, cut) if i != at]
+        if not region:
+            return self._keep(originals, parsed, reason, tokens_before,
+                              "nothing to compress between the kept head and the recent messages", start)
+        # Any summary costs at least the empty one: a region smaller than that can only grow (no model call).
+        if self._empty_summary_tokens is None:
+            self._empty_summary_tokens = self.counter.count([summary_message(CompressedContext())])
+        region_tokens = sum(self.counter.message_counts([parsed[i] for i in region]))
+        if region_tokens <= self._empty_summary_tokens:
+            return self._keep(originals, parsed, reason, tokens_before,
+                              f"the {len(region)} messages to compress hold {region_tokens} tokens, no more than an "
+                              "empty summary", start)
+        result = self.compressor.compress_detailed(parsed, keep_last=self.keep_last, previous=self.summary,
+                                                   keep_first=head)
+        new_history = [*originals[:head], summary_message(result.context), *originals[cut:]]
+        tokens_after = self.counter.count(as_messages(new_history))
+        if tokens_after >= tokens_before:
+            return self._keep(originals, parsed, reason, tokens_before,
+                              f"the compacted history would hold {tokens_after} tokens, not fewer than {tokens_before}",
+                              start)
+        compaction = self.compactions + 1
         # Archive first: if this raises, the caller still has its full history and nothing was replaced.
-        archive_messages(
-            self.archive_path, originals[:cut], compaction=compaction, summary_json=result.context.to_json()
-        )
+        archive_messages(self.archive_path, originals[head:cut], compaction=compaction, first_index=head,
+                         summary_json=result.context.to_json())
         self.summary = result.context
         self.turns_since_last_compression = 0
+        above = tokens_after > self.trigger.token_fraction * self.model_max_tokens
         self.metrics.append(
             CompactionMetrics(
                 compaction=compaction,
+                outcome="compacted",
                 reason=reason,
+                note=f"still above the threshold ({tokens_after} tokens): this is the smallest history there is"
+                if above else "",
                 tokens_before=tokens_before,
-                tokens_after=self.counter.count(as_messages(new_history)),
+                tokens_after=tokens_after,
                 messages_before=len(originals),
                 messages_after=len(new_history),
+                head=head,
                 seconds=time.perf_counter() - start,
                 groundedness=result.grounding.groundedness,
+                above_threshold=above,
+                dropped_items=result.stats.clipped_items,
             )
         )
         return new_history

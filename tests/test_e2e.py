@@ -109,15 +109,17 @@ def test_hook_archives_then_replaces_and_merges_next_time(compressor, tmp_path):
     hook = CompactionHook(model_max_tokens=10_000, archive_path=archive, compressor=compressor)
     new = hook.before_step(history)
     assert history == snapshot  # the caller's list and dicts are untouched
-    assert new[0]["role"] == "system" and new[0]["content"].startswith(SUMMARY_PREFIX)
-    kept = len(new) - 1
-    assert new[1:] == history[-kept:] and kept >= 5
+    assert new[:2] == history[:2]  # the system prompt and the task stay verbatim
+    assert new[2]["role"] == "system" and new[2]["content"].startswith(SUMMARY_PREFIX)
+    kept = len(new) - 3
+    assert new[3:] == history[-kept:] and kept >= 5
     records = read_archive(archive)
-    assert [r["message"] for r in records if "message" in r] == history[:-kept]
+    assert [r["message"] for r in records if "message" in r] == history[2:-kept]
     metric = hook.metrics[-1]
-    assert metric.reason == "token-threshold" and metric.tokens_after < metric.tokens_before
+    assert metric.reason == "token-threshold" and metric.outcome == "compacted"
+    assert metric.tokens_after < metric.tokens_before and metric.head == 2
     assert hook.turns_since_last_compression == 0
-    first_summary = CompressedContext.model_validate_json(new[0]["content"][len(SUMMARY_PREFIX):])
+    first_summary = CompressedContext.model_validate_json(new[2]["content"][len(SUMMARY_PREFIX):])
 
     # The agent goes on; the next compaction merges the previous summary with the new messages only.
     more = new + [{"role": "assistant", "content": f"step {i}"} if i % 2 else {"role": "user", "content": f"ok {i}"}
@@ -125,7 +127,8 @@ def test_hook_archives_then_replaces_and_merges_next_time(compressor, tmp_path):
     hook.trigger = hook.trigger.model_copy(update={"turn_limit": 1})
     hook.turns_since_last_compression = 1
     newer = hook.before_step(more)
-    second = CompressedContext.model_validate_json(newer[0]["content"][len(SUMMARY_PREFIX):])
+    assert newer[:2] == history[:2] and hook.compactions == 2
+    second = CompressedContext.model_validate_json(newer[2]["content"][len(SUMMARY_PREFIX):])
     for constraint in first_summary.user_constraints:
         assert constraint in second.user_constraints
     assert hook.metrics[-1].reason == "turn-limit"

@@ -117,7 +117,8 @@ def test_hook_replay_forces_the_same_points_for_another_compressor(tmp_path):
     runs = HookReplay(Compressor(None), 10**6, get_counter(), keep_last=2).run(m, steps=[9, 13])
     assert sorted(runs) == [9, 13]
     second = runs[13].messages
-    assert second[0].text.startswith("[CONTEXT_SUMMARY]")
+    assert second[:2] == list(m[:2])  # the head stays verbatim, the summary follows it
+    assert second[2].text.startswith("[CONTEXT_SUMMARY]") and len(second) == 5
     assert second[-2:] == list(m[11:13])
     assert runs[13].info["reason"] == "replay"
 

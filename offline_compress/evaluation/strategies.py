@@ -98,13 +98,15 @@ class HookReplay:
                     live = hook.compact(live, reason="replay")
                 else:
                     continue
-                if len(hook.metrics) > before:
-                    metric = hook.metrics[-1]
+                fired = hook.metrics[before:]
+                if fired and fired[-1].outcome == "compacted":
+                    metric = fired[-1]
                     out[i] = Context(as_messages(live), metric.seconds,
-                                     info={"reason": metric.reason, "tokens_before": metric.tokens_before})
+                                     info={"reason": metric.reason, "tokens_before": metric.tokens_before,
+                                           "above_threshold": metric.above_threshold})
                 elif forced is not None:
-                    out[i] = Context(as_messages(live), 0.0, failed="nothing to compress",
-                                     info={"reason": "nothing to compress"})
+                    note = fired[-1].note if fired else "nothing to compress"
+                    out[i] = Context(as_messages(live), fired[-1].seconds if fired else 0.0, failed=note)
         return out
 
 
