@@ -203,18 +203,24 @@ def _is_returncode(text: str) -> bool:
     return text.lstrip().startswith("<returncode>")
 
 
-def _has_action(message: Message) -> bool:
-    return message.role == "assistant" and (bool(message.tool_calls) or bool(_shell_blocks(message.text)))
+def _runs_text_actions(messages: list[Message]) -> bool:
+    """A history of a text-action agent (mini-swe-agent): its results come back as ``<returncode>`` messages.
+    Elsewhere a fenced shell block in an assistant message is a suggestion, not something that ran."""
+    return any(m.role == "user" and _is_returncode(m.text) for m in messages)
 
 
 def genuine_indices(messages: list[Message]) -> list[int]:
     """Indices of the messages whose text is the user's or the operator's own (never tool output)."""
+    text_actions = _runs_text_actions(messages)
     out = []
     for i, m in enumerate(messages):
         if m.role in ("system", "developer"):
             out.append(i)
         elif m.role == "user":
-            if _is_returncode(m.text) or (i > 0 and _has_action(messages[i - 1])):
+            previous = messages[i - 1] if i > 0 else None
+            if _is_returncode(m.text) or (previous is not None and previous.role == "assistant" and (
+                bool(previous.tool_calls) or (text_actions and bool(_shell_blocks(previous.text)))
+            )):
                 continue
             out.append(i)
     return out
@@ -1016,6 +1022,19 @@ def _git_ops(args: list[str], ctx: _Ctx, evidence: str, stdin: str | None) -> li
     return []
 
 
+def _inplace_suffix(args: list[str]) -> str | None:
+    """The backup suffix of ``sed``/``perl`` in-place editing ("" for none); None when not editing in place."""
+    for a in args:
+        if a == "--":
+            break
+        if a.startswith("--in-place"):
+            return a.partition("=")[2]
+        m = re.fullmatch(r"-(?!-)[a-zA-Z]*?i(\S*)", a)
+        if m and not a.startswith("-e"):
+            return m.group(1) if not m.group(1).isalpha() else ""
+    return None
+
+
 def _strip_level(opts: list[str], default: int) -> int:
     for k, o in enumerate(opts):
         m = re.fullmatch(r"-p(\d+)", o)
@@ -1143,22 +1162,22 @@ def _command_ops(prog: str, args: list[str], words: list[str], ctx: _Ctx, eviden
             if stdin is not None:
                 ctx.files[p] = (ctx.files.get(p, "") if mode == "append" else "") + stdin
         return ops
-    if prog == "sed":
-        if not any(a == "-i" or a.startswith("-i") or a.startswith("--in-place") or re.fullmatch(r"-[a-zA-Z]*i\S*", a) for a in args):
+    if prog in ("sed", "perl"):
+        suffix = _inplace_suffix(args)
+        if suffix is None:
             return ops
-        has_script = any(a in ("-e", "--expression", "-f", "--file") or a.startswith("--expression=") for a in args)
-        opts, operands = _options(args, ("-e", "--expression", "-f", "--file", "-l", "--line-length"))
-        files = operands if has_script else operands[1:]
-        if files and files[0] == "" and any(o == "-i" for o in opts):
-            files = files[1:]  # BSD form: -i ''
-        return ops + [_Op("write", p, evidence, None, "modify") for p in (paths(files),) if p]
-    if prog == "perl":
-        if not any(re.fullmatch(r"-[a-zA-Z]*i\S*", a) for a in args):
-            return ops
-        opts, operands = _options(args, ("-e", "-E", "-M", "-I"))
-        has_script = any(o in ("-e", "-E") or re.fullmatch(r"-[a-zA-Z]*e", o) for o in opts)
-        files = operands if has_script else operands[1:]
-        return ops + [_Op("write", p, evidence, None, "modify") for p in (paths(files),) if p]
+        if prog == "sed":
+            has_script = any(a in ("-e", "--expression", "-f", "--file") or a.startswith("--expression=") for a in args)
+            opts, operands = _options(args, ("-e", "--expression", "-f", "--file", "-l", "--line-length"))
+            if operands[:1] == [""] and "-i" in opts:
+                operands = operands[1:]  # BSD form: -i ''
+        else:
+            opts, operands = _options(args, ("-e", "-E", "-M", "-I"))
+            has_script = any(o in ("-e", "-E") or re.fullmatch(r"-[a-zA-Z]*e", o) for o in opts)
+        files = paths(operands if has_script else operands[1:])
+        if suffix:  # sed -i.bak / perl -i.bak keep the old text beside the file
+            ops.extend(_Op("copy", (p, p + suffix), evidence) for p in files)
+        return ops + ([_Op("write", files, evidence, None, "modify")] if files else [])
     if prog in ("awk", "gawk"):
         if "inplace" not in args:
             return ops
@@ -1384,6 +1403,7 @@ def actions(messages: list[Message]) -> list[_Action]:
     out: list[_Action] = []
     files: dict[str, str] = {}
     shared = _Ctx("", files)  # tool-call agents keep one shell (cwd, open file) across actions
+    text_actions = _runs_text_actions(messages)
     for i, m in enumerate(messages):
         if m.role == "tool":
             applied = [f.strip() for f in _APPLIED_EDIT.findall(m.text)]
@@ -1410,7 +1430,7 @@ def actions(messages: list[Message]) -> list[_Action]:
                 ops = _call_ops(call.function.name, call.function.arguments, shared, evidence)
                 out.append(_Action(i, ops, results.get(call.id, results.get(None))))
             continue
-        blocks = _shell_blocks(m.text)
+        blocks = _shell_blocks(m.text) if text_actions else []
         if not blocks:
             continue
         nxt = messages[i + 1] if i + 1 < len(messages) else None

@@ -201,6 +201,22 @@ def test_a_reply_with_several_blocks_is_not_run():
     assert count_contradictions(history).contradictions == []
 
 
+def test_sed_backup_suffix_leaves_a_new_file_behind():
+    report = count_contradictions(mini(DO_NOT_MODIFY, "sed -i.bak 's/a/b/' tests/test_x.py", "git checkout tests/test_x.py"))
+    assert hits(report) == [(2, "tests/test_x.py.bak", True), (2, "tests/test_x.py", False)]
+
+
+def test_a_shell_block_in_a_plain_chat_is_a_suggestion_not_an_action():
+    history = [
+        {"role": "user", "content": "How do I reset my test? Do not modify the tests."},
+        {"role": "assistant", "content": "You could run:\n```bash\nrm tests/test_x.py\n```"},
+        {"role": "user", "content": "No, do not install anything either."},
+    ]
+    report = count_contradictions(history)
+    assert report.contradictions == []
+    assert [r.name for r in report.rules] == ["protected-path:tests", "no-install"]  # the reply is the user's
+
+
 def test_git_diff_output_reveals_a_change_no_parsed_command_made():
     diff = "diff --git a/tests/test_x.py b/tests/test_x.py\nindex 1..2 100644\n--- a/tests/test_x.py\n+++ b/tests/test_x.py\n"
     report = count_contradictions(mini(DO_NOT_MODIFY, "./tools/regen.sh", "git diff", outputs={1: diff}))
