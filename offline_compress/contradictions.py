@@ -252,17 +252,18 @@ _CONFIG_WORD = re.compile(r"\b(?:config(?:uration)?s?(?:\s+files?)?|settings\s+f
 _PATHLIKE = re.compile(r"`([^`\s]+)`|(?<![\w/.-])((?:[\w*.-]+/)+[\w*.-]*|[\w*-]+(?:\.[\w*-]+)*\.[A-Za-z]\w*)(?![\w/-])")
 _NOT_PATHS = frozenset({"etc.", "e.g.", "i.e.", "etc", "e.g", "i.e"})
 
+_FOLDER = (  # the folder an "only change files under X" names: one token, then the end or "folder"/"directory"
+    r"(?:the\s+)?(?P<path>`[^`]+`|[\w./*-]+)(?=\s*(?:$|[.,;:)!]|\s(?:folder|directory|dir|package|tree)\b))"
+)
 _ONLY_UNDER = [
     re.compile(
         r"\bonly\s+(?:modify|change|edit|touch|write(?:\s+to)?|make\s+changes|create\s+or\s+modify)\s+"
-        r"(?:files?\s+|code\s+)?(?:under|in|inside|within|below)\s+(?:the\s+)?(?P<path>`[^`]+`|[\w./*-]+)"
-        r"(?=\s*(?:$|[.,;:)!]|\s(?:folder|directory|dir|package|tree)\b))",
+        r"(?:files?\s+|code\s+)?(?:under|in|inside|within|below)\s+" + _FOLDER,
         re.I,
     ),
     re.compile(
-        r"\b(?:restrict|limit|confine)\s+(?:your\s+|all\s+|the\s+)?(?:changes|edits|modifications)\s+to\s+(?:files\s+)?"
-        r"(?:(?:under|in|inside|within)\s+)?(?:the\s+)?(?P<path>`[^`]+`|[\w./*-]+)"
-        r"(?=\s*(?:$|[.,;:)!]|\s(?:folder|directory|dir|package|tree)\b))",
+        r"\b(?:restrict|limit|confine)\s+(?:your\s+|all\s+|the\s+)?(?:changes|edits|modifications)\s+to\s+"
+        r"(?:files\s+)?(?:(?:under|in|inside|within)\s+)?" + _FOLDER,
         re.I,
     ),
 ]
