@@ -35,6 +35,7 @@ _LAZY = {
     "CompactionMetrics": "hook",
     "TokenCounter": "tokens",
     "count_tokens": "tokens",
+    "count_contradictions": "contradictions",
     "load_history": "formats",
 }
 
@@ -63,6 +64,7 @@ __all__ = [
     "TriggerConfig",
     "compress_context",
     "compressed_context_json_schema",
+    "count_contradictions",
     "count_tokens",
     "evaluate_compression",
     "load_history",

@@ -126,10 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_compress)
 
     from .bench import add_bench_parser
+    from .contradictions import add_contradictions_parser
     from .evaluate import add_eval_parser
 
     add_eval_parser(sub)
     add_bench_parser(sub)
+    add_contradictions_parser(sub)
     from .evaluation.replay import add_ab_replay_parser
 
     add_ab_replay_parser(sub)
