@@ -38,29 +38,37 @@ BRIDGE_CHARS = 160
 SUMMARY_PREFIX = "[CONTEXT_SUMMARY]\n"
 
 
-def summary_message(context: S.CompressedContext) -> dict[str, str]:
-    """The system message that stands for the compressed part of a history."""
-    return {"role": "system", "content": SUMMARY_PREFIX + context.to_json()}
+def summary_message(context: S.CompressedContext, note: str = "") -> dict[str, str]:
+    """The system message that stands for the compressed part of a history: the marker, the summary as one
+    line of canonical JSON, and an optional note for the agent on the lines after it (e.g. how to recall what
+    was archived)."""
+    return {"role": "system", "content": SUMMARY_PREFIX + context.to_json() + (f"\n{note}" if note else "")}
+
+
+def parse_summary_message(message: Message) -> S.CompressedContext | None:
+    """The summary of one of our summary messages: a system (or developer) message that starts with the marker
+    and holds a valid summary on its first line after it. A marker inside tool output or a user turn is text,
+    never a summary (None)."""
+    if message.role not in ("system", "developer") or not message.text.startswith(SUMMARY_PREFIX):
+        return None
+    document = message.text[len(SUMMARY_PREFIX):].split("\n", 1)[0]  # canonical JSON has no raw newline
+    try:
+        return S.CompressedContext.model_validate_json(document)
+    except ValidationError:
+        return None
 
 
 def is_summary_message(message: Message) -> bool:
-    """Our summary message: a system (or developer) message that starts with the marker and holds a valid
-    summary. A marker inside tool output or a user turn is text, never a summary."""
-    if message.role not in ("system", "developer") or not message.text.startswith(SUMMARY_PREFIX):
-        return False
-    try:
-        S.CompressedContext.model_validate_json(message.text[len(SUMMARY_PREFIX):])
-    except ValidationError:
-        return False
-    return True
+    return parse_summary_message(message) is not None
 
 
 def find_previous_summary(messages: Sequence[Message], start: int = 0) -> tuple[S.CompressedContext | None, int | None]:
     """The last summary message of ours at or after ``start`` (anywhere in the history, not only first):
     (that summary, its index), else (None, None)."""
     for i in range(len(messages) - 1, start - 1, -1):
-        if is_summary_message(messages[i]):
-            return S.CompressedContext.model_validate_json(messages[i].text[len(SUMMARY_PREFIX):]), i
+        summary = parse_summary_message(messages[i])
+        if summary is not None:
+            return summary, i
     return None, None
 
 
