@@ -135,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .evaluation.replay import add_ab_replay_parser
 
     add_ab_replay_parser(sub)
+    from .recall import add_archive_parsers
+
+    add_archive_parsers(sub)
     return parser
 
 

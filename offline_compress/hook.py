@@ -11,13 +11,14 @@ metrics say why."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .archive import archive_messages
+from .archive import Archive, RecallHit, database_path
 from .compressor import (
     DEFAULT_KEEP_LAST,
     Compressor,
@@ -28,6 +29,8 @@ from .compressor import (
 )
 from .cut import cut_index, head_end
 from .messages import MessageCache, as_messages
+from .recall import RECALL_NOTE
+from .recall import recall_tool as archive_recall_tool
 from .schema import CompressedContext
 from .trigger import CompressionDecision, TriggerConfig, evaluate_compression
 
@@ -53,8 +56,12 @@ class CompactionMetrics(BaseModel):
 class CompactionHook:
     """Keeps an agent's history inside ``model_max_tokens``.
 
-    ``archive_path``: JSONL file the replaced messages are appended to (fsync'd) before a new history is
-    returned. ``keep_first``: the head kept verbatim before the summary: ``None`` (default) keeps the leading
+    ``archive_path``: the SQLite archive (``archive.py``) each compaction is committed to before a new history
+    is returned; ``None`` (default): ``$XDG_STATE_HOME/offline_compress/archive.sqlite3``; a ``.jsonl`` path:
+    the ``.sqlite3`` beside it. ``session``: this agent's id in the archive (default: a new uuid4).
+    ``recall_note``: the line after the summary telling the agent it can recall archived messages (offer the
+    tool of ``recall_tool()``; "" when you do not).
+    ``keep_first``: the head kept verbatim before the summary: ``None`` (default) keeps the leading
     system/developer messages and the first user message (the task); an int keeps that many first messages; 0
     summarises everything before the recent messages. ``keep_last``: recent messages kept verbatim after it.
     The caller's list and dicts are never modified; kept messages are passed through unchanged."""
@@ -63,7 +70,9 @@ class CompactionHook:
         self,
         model_max_tokens: int,
         *,
-        archive_path: str | Path = "offline_compress_archive.jsonl",
+        archive_path: str | Path | None = None,
+        session: str | None = None,
+        recall_note: str = RECALL_NOTE,
         compressor: Compressor | None = None,
         counter: Any = None,
         trigger: TriggerConfig = TriggerConfig(),
@@ -75,7 +84,11 @@ class CompactionHook:
         if keep_first is not None and keep_first < 0:
             raise ValueError(f"keep_first must be None or >= 0, got {keep_first}")
         self.model_max_tokens = model_max_tokens
-        self.archive_path = Path(archive_path)
+        self.archive_path = database_path(archive_path)
+        self._archive_arg = archive_path
+        self._archive: Archive | None = None  # opened at the first compaction or recall
+        self.session = session or uuid.uuid4().hex
+        self.recall_note = recall_note
         self._compressor = compressor
         if counter is None:
             from .tokens import get_counter
@@ -97,6 +110,20 @@ class CompactionHook:
         if self._compressor is None:
             self._compressor = default_compressor(keep_last=self.keep_last)
         return self._compressor
+
+    @property
+    def archive(self) -> Archive:
+        if self._archive is None:
+            self._archive = Archive(self._archive_arg)
+        return self._archive
+
+    def recall(self, query: str, k: int = 5) -> list[RecallHit]:
+        """The archived messages of this session that best match ``query`` (redacted snippets, best first)."""
+        return self.archive.recall(query, k=k, session=self.session)
+
+    def recall_tool(self) -> tuple[dict[str, Any], Any]:
+        """(OpenAI tool definition, ``handler(arguments) -> str``) for the agent to search this session's archive."""
+        return archive_recall_tool(self.archive, session=self.session)
 
     @property
     def compactions(self) -> int:
@@ -142,7 +169,7 @@ class CompactionHook:
                               "nothing to compress between the kept head and the recent messages", start)
         # Any summary costs at least the empty one: a region smaller than that can only grow (no model call).
         if self._empty_summary_tokens is None:
-            self._empty_summary_tokens = self.counter.count([summary_message(CompressedContext())])
+            self._empty_summary_tokens = self.counter.count([summary_message(CompressedContext(), self.recall_note)])
         region_tokens = sum(self.counter.message_counts([parsed[i] for i in region]))
         if region_tokens <= self._empty_summary_tokens:
             return self._keep(originals, parsed, reason, tokens_before,
@@ -150,16 +177,16 @@ class CompactionHook:
                               "empty summary", start)
         result = self.compressor.compress_detailed(parsed, keep_last=self.keep_last, previous=self.summary,
                                                    keep_first=head)
-        new_history = [*originals[:head], summary_message(result.context), *originals[cut:]]
+        new_history = [*originals[:head], summary_message(result.context, self.recall_note), *originals[cut:]]
         tokens_after = self.counter.count(as_messages(new_history))
         if tokens_after >= tokens_before:
             return self._keep(originals, parsed, reason, tokens_before,
                               f"the compacted history would hold {tokens_after} tokens, not fewer than {tokens_before}",
                               start)
-        compaction = self.compactions + 1
-        # Archive first: if this raises, the caller still has its full history and nothing was replaced.
-        archive_messages(self.archive_path, originals[head:cut], compaction=compaction, first_index=head,
-                         summary_json=result.context.to_json())
+        # Archive first (committed): if this raises, the caller still has its full history and nothing was replaced.
+        compaction = self.archive.record_compaction(
+            self.session, originals, head=head, cut=cut, reason=reason, summary_json=result.context.to_json(),
+            tokens_before=tokens_before, tokens_after=tokens_after)
         self.summary = result.context
         self.turns_since_last_compression = 0
         above = tokens_after > self.trigger.token_fraction * self.model_max_tokens

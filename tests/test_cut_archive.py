@@ -1,8 +1,9 @@
-"""The cut keeps tool calls with their results; the archive is append-only, whole lines, read back intact."""
+"""The cut keeps tool calls with their results; the archive reads back what it was given, compaction by compaction."""
 
 import json
+import sqlite3
 
-from offline_compress.archive import archive_messages, read_archive
+from offline_compress.archive import Archive
 from offline_compress.cut import cut_index
 from offline_compress.messages import as_messages
 
@@ -43,13 +44,16 @@ def test_cut_with_parallel_results_and_mini_swe_agent_observations():
 
 
 def test_archive_roundtrip_and_append(tmp_path):
-    path = tmp_path / "deep" / "archive.jsonl"
-    msgs = [{"role": "user", "content": "héllo\nworld"}, call(1), result(1)]
-    archive_messages(path, msgs, compaction=1, summary_json='{"a":1}')
-    archive_messages(path, msgs[:1], compaction=2, first_index=0)
-    records = read_archive(path)
-    assert [r["message"] for r in records if r.get("compaction") == 1 and "message" in r] == msgs
-    assert records[3] == {"compaction": 1, "summary": {"a": 1}}
-    assert records[-1]["compaction"] == 2
-    assert all(line.endswith("}") for line in path.read_text(encoding="utf-8").splitlines())
-    json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    path = tmp_path / "deep" / "archive.sqlite3"
+    msgs = [{"role": "user", "content": "héllo\nworld"}, call(1), result(1), {"role": "assistant", "content": "done"}]
+    with Archive(path) as archive:
+        assert archive.record_compaction("s", msgs, head=0, cut=3, reason="manual", summary_json='{"a":1}') == 1
+        assert archive.record_compaction("s", msgs[:2], head=0, cut=1, reason="manual", summary_json="{}") == 2
+        assert archive.replaced(1) == list(enumerate(msgs[:3]))
+        assert archive.restore(1) == msgs and archive.restore(2) == msgs[:2]
+        assert [(r.compaction, json.loads(r.summary)) for r in archive.compactions("s")] == [(1, {"a": 1}), (2, {})]
+    # the message JSON is stored as given, byte for byte
+    conn = sqlite3.connect(path)
+    stored = {row[0] for row in conn.execute("SELECT json FROM contents")}
+    conn.close()
+    assert stored == {json.dumps(m, ensure_ascii=False) for m in msgs}

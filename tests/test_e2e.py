@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from offline_compress import CompactionHook, CompressedContext, compress_context
-from offline_compress.archive import read_archive
 from offline_compress.compressor import SUMMARY_PREFIX
 from offline_compress.errors import EmptyHistoryError
 from offline_compress.formats import load_history
@@ -105,21 +104,20 @@ def test_hook_archives_then_replaces_and_merges_next_time(compressor, tmp_path):
     messages = load_history(FIXTURES / "mini-swe-agent" / "django__django-11163.traj.json")
     history = [m.to_openai() for m in messages]
     snapshot = copy.deepcopy(history)
-    archive = tmp_path / "archive.jsonl"
-    hook = CompactionHook(model_max_tokens=10_000, archive_path=archive, compressor=compressor)
+    hook = CompactionHook(model_max_tokens=10_000, archive_path=tmp_path / "archive.sqlite3", compressor=compressor)
     new = hook.before_step(history)
     assert history == snapshot  # the caller's list and dicts are untouched
     assert new[:2] == history[:2]  # the system prompt and the task stay verbatim
     assert new[2]["role"] == "system" and new[2]["content"].startswith(SUMMARY_PREFIX)
     kept = len(new) - 3
     assert new[3:] == history[-kept:] and kept >= 5
-    records = read_archive(archive)
-    assert [r["message"] for r in records if "message" in r] == history[2:-kept]
+    assert hook.archive.replaced(1) == list(enumerate(history[2:-kept], 2))
+    assert hook.archive.restore(1) == history  # undo: the whole history as the agent had it
     metric = hook.metrics[-1]
     assert metric.reason == "token-threshold" and metric.outcome == "compacted"
     assert metric.tokens_after < metric.tokens_before and metric.head == 2
     assert hook.turns_since_last_compression == 0
-    first_summary = CompressedContext.model_validate_json(new[2]["content"][len(SUMMARY_PREFIX):])
+    first_summary = CompressedContext.model_validate_json(new[2]["content"][len(SUMMARY_PREFIX):].split("\n")[0])
 
     # The agent goes on; the next compaction merges the previous summary with the new messages only.
     more = new + [{"role": "assistant", "content": f"step {i}"} if i % 2 else {"role": "user", "content": f"ok {i}"}
@@ -128,7 +126,7 @@ def test_hook_archives_then_replaces_and_merges_next_time(compressor, tmp_path):
     hook.turns_since_last_compression = 1
     newer = hook.before_step(more)
     assert newer[:2] == history[:2] and hook.compactions == 2
-    second = CompressedContext.model_validate_json(newer[2]["content"][len(SUMMARY_PREFIX):])
+    second = CompressedContext.model_validate_json(newer[2]["content"][len(SUMMARY_PREFIX):].split("\n")[0])
     for constraint in first_summary.user_constraints:
         assert constraint in second.user_constraints
     assert hook.metrics[-1].reason == "turn-limit"

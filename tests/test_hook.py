@@ -39,6 +39,8 @@ def test_head_is_kept_verbatim_and_the_summary_follows_it(extractive, tmp_path):
     assert new[:2] == HEAD and new[2]["content"].startswith(SUMMARY_PREFIX) and new[3:] == history[-6:]  # the cut moved back to the call its result needs
     m = hook.metrics[-1]
     assert m.outcome == "compacted" and m.head == 2 and m.tokens_after < m.tokens_before
+    # a .jsonl archive path (the earlier format) names the SQLite archive beside it
+    assert hook.archive_path == tmp_path / "a.sqlite3" and hook.archive.restore(1) == history
 
 
 def test_keep_first_is_configurable(extractive, tmp_path):
@@ -54,12 +56,12 @@ def test_keep_first_is_configurable(extractive, tmp_path):
 def test_a_compaction_that_would_grow_the_history_is_not_done(extractive, tmp_path):
     # Short history, turn limit reached: the summary would be bigger than what it replaces.
     history = HEAD + [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "<returncode>0</returncode>"}] * 4
-    archive = tmp_path / "a.jsonl"
+    archive = tmp_path / "a.sqlite3"
     hook = CompactionHook(100_000, archive_path=archive, compressor=extractive,
                           trigger=TriggerConfig(turn_limit=1), keep_last=2)
     hook.turns_since_last_compression = 1
     new = hook.before_step(history)
-    assert new == history and not archive.exists()
+    assert new == history and not archive.exists()  # nothing archived, not even a file
     m = hook.metrics[-1]
     assert m.outcome == "kept" and m.reason == "turn-limit" and m.note and hook.compactions == 0
 
@@ -83,7 +85,7 @@ def test_an_earlier_summary_is_found_after_a_framework_prompt_and_not_mined(extr
     assert new[:3] == history[:3]
     summaries = [m for m in new if m["content"] and m["content"].startswith(SUMMARY_PREFIX)]
     assert len(summaries) == 1  # the old one was merged, not kept beside the new one
-    doc = CompressedContext.model_validate_json(summaries[0]["content"][len(SUMMARY_PREFIX):])
+    doc = CompressedContext.model_validate_json(summaries[0]["content"][len(SUMMARY_PREFIX):].split("\n")[0])
     assert not any("push directly to main" in c for c in doc.user_constraints)
     assert any("push directly to main" in f.reason_failed for f in doc.failed_attempts)  # merged as a failure
 
@@ -95,7 +97,7 @@ def test_a_fake_summary_in_tool_output_is_text_not_a_summary(extractive, tmp_pat
         {"role": "user", "content": fake}] + _steps(6)
     hook = CompactionHook(2000, archive_path=tmp_path / "a.jsonl", compressor=extractive)
     new = hook.before_step(history)
-    doc = CompressedContext.model_validate_json(new[2]["content"][len(SUMMARY_PREFIX):])
+    doc = CompressedContext.model_validate_json(new[2]["content"][len(SUMMARY_PREFIX):].split("\n")[0])
     assert "always push to main" not in doc.user_constraints
 
 
