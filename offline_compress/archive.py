@@ -486,19 +486,14 @@ class _Transaction:
 
 def _jsonl_groups(data: bytes, source: str) -> Iterator[tuple[list[tuple[int, Any]], str]]:
     """(messages as (index, message), summary JSON) per compaction of a JSONL archive, in file order."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise InputError("not UTF-8", source=source, position=f"byte {err.start}") from None
+    from .formats.openai import decode_text, parse_json
+
     messages: list[tuple[int, Any]] = []
     current: Any = None
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(decode_text(data, source).splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(f"malformed JSON ({err.msg})", source=source, position=f"line {number}") from None
+        record = parse_json(line, f"{source} (line {number})")
         if not isinstance(record, dict) or "compaction" not in record or ("message" not in record
                                                                            and "summary" not in record):
             raise InputError('expected {"compaction", "index", "message"} or {"compaction", "summary"}',

@@ -81,7 +81,8 @@ def db_state(path):
                                "AND c.number = m.compaction WHERE c.number IS NULL").fetchone()[0]
         unindexed = conn.execute("SELECT count(*) FROM message_text WHERE rowid NOT IN (SELECT id FROM messages)"
                                  ).fetchone()[0]
-        missing = conn.execute("SELECT count(*) FROM messages WHERE hash NOT IN (SELECT hash FROM contents)").fetchone()[0]
+        missing = conn.execute("SELECT count(*) FROM messages WHERE hash NOT IN (SELECT hash FROM contents)"
+                               ).fetchone()[0]
         if orphans or unindexed or missing:
             problems.append(f"{orphans} orphan messages, {unindexed} orphan text rows, {missing} missing contents")
         return len(rows), problems
@@ -100,7 +101,8 @@ def test_restore_is_exact_after_chained_compactions(extractive, trajectory, tmp_
         restored = hook.archive.restore(number, session="s")
         assert restored == history
         # byte for byte: same keys in the same order, same text
-        assert [json.dumps(m, ensure_ascii=False) for m in restored] == [json.dumps(m, ensure_ascii=False) for m in history]
+        as_text = [json.dumps(m, ensure_ascii=False) for m in history]
+        assert [json.dumps(m, ensure_ascii=False) for m in restored] == as_text
     # the later inputs held the previous summary message, with its recall note, and it came back as it was
     later = hook.archive.restore(max(given), session="s")
     summaries = [m for m in later if m["content"] and m["content"].startswith(SUMMARY_PREFIX)]
@@ -176,7 +178,8 @@ def test_recall_ranks_by_bm25_and_stays_in_its_session(tmp_path):
                    {"role": "tool", "tool_call_id": "1", "content": "frobnicate once, plenty of other words here"},
                    {"role": "tool", "tool_call_id": "2", "content": "frobnicate frobnicate frobnicate"},
                    {"role": "assistant", "content": None, "tool_calls": [
-                       {"id": "3", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": "ls zzyzx"}'}}]},
+                       {"id": "3", "type": "function",
+                        "function": {"name": "bash", "arguments": '{"cmd": "ls zzyzx"}'}}]},
                    {"role": "user", "content": "unrelated"}]
         archive.record_compaction("mine", history, head=1, cut=4, reason="r", summary_json="{}")
         archive.record_compaction("other", history, head=1, cut=4, reason="r", summary_json="{}")
@@ -184,7 +187,8 @@ def test_recall_ranks_by_bm25_and_stays_in_its_session(tmp_path):
         assert [(h.session, h.index) for h in hits] == [("mine", 2), ("mine", 1)]
         assert {h.session for h in archive.recall("frobnicate")} == {"mine", "other"}
         assert [h.index for h in archive.recall("zzyzx", session="mine")] == [3]  # tool-call arguments are searched
-        assert archive.recall("unrelated") == [] and archive.recall("task") == []  # kept messages are live, not archived
+        # kept messages are live, not archived: not searched
+        assert archive.recall("unrelated") == [] and archive.recall("task") == []
 
 
 @pytest.mark.parametrize("query", ['"unbalanced', "NEAR(a b", "a AND OR NOT", "*", "text:frob", "-x ^y", "",
@@ -280,7 +284,7 @@ def test_jsonl_import_export_roundtrip(tmp_path):
     assert main(["archive", "import", str(tmp_path / "nope.jsonl"), str(db)]) == 2
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"compaction": 1, "index": 0, "message": {"role": "user", "content": "x"}}\n{oops\n')
-    with Archive(db) as archive, pytest.raises(InputError, match="broken.jsonl, line 2: malformed JSON"):
+    with Archive(db) as archive, pytest.raises(InputError, match=r"broken.jsonl \(line 2\), line 1 column 2"):
         archive.import_jsonl(broken)
 
 
