@@ -228,7 +228,10 @@ class Archive:
         if not self.path.exists():
             if not create and legacy is None:
                 raise ArchiveError(f"{given or self.path}: no archive there")
-            _create_private(self.path)
+            try:
+                _create_private(self.path)
+            except OSError as err:
+                raise ArchiveError(f"{self.path}: cannot create the archive ({err.strerror})") from None
         self._lock = threading.Lock()
         try:
             self._conn = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None,

@@ -247,6 +247,8 @@ def test_not_an_archive_is_one_clear_error(tmp_path, capsys):
     assert main(["show", str(tmp_path / "missing.sqlite3")]) == 2
     assert not (tmp_path / "missing.sqlite3").exists()
     assert main(["recall", str(bad), "x"]) == 2
+    with pytest.raises(ArchiveError, match="cannot create"):
+        Archive(bad / "inside-a-file.sqlite3")  # its folder cannot be made
     err = capsys.readouterr().err
     assert err.count("\n") == 2 and "Traceback" not in err
 
