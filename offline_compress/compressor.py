@@ -23,7 +23,7 @@ from .backend import LlamaCppBackend
 from .cut import cut_index, head_end
 from .draft import NARRATIVE_MAX_CHARS, Draft, DraftTaskState, draft_json_schema, worst_case_tokens
 from .errors import EmptyHistoryError
-from .extract import Facts, extract_facts
+from .extract.facts import Facts, extract_facts
 from .ground import GroundingReport, SourceIndex, grounded_sentences, keep_grounded
 from .messages import Message, as_messages
 from .model_files import resolve_model

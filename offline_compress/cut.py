@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .extract import is_tool_output
+from .extract.conventions import is_tool_output
 from .messages import Message
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from .extract import Facts
+from .extract.facts import Facts
 from .messages import Message
 from .redact import redact
 

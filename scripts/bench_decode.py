@@ -45,7 +45,7 @@ from offline_compress.backend import LlamaCppBackend  # noqa: E402
 from offline_compress.compressor import DEFAULT_MAX_TOKENS  # noqa: E402
 from offline_compress.cut import cut_index  # noqa: E402
 from offline_compress.draft import Draft, draft_json_schema  # noqa: E402
-from offline_compress.extract import extract_facts  # noqa: E402
+from offline_compress.extract.facts import extract_facts  # noqa: E402
 from offline_compress.formats import load_history  # noqa: E402
 from offline_compress.model_files import resolve_model  # noqa: E402
 from offline_compress.prompt import closing, digest, fixed_prefix  # noqa: E402

@@ -10,7 +10,7 @@ import pytest
 
 from offline_compress.cut import cut_index
 from offline_compress.draft import Draft
-from offline_compress.extract import extract_facts
+from offline_compress.extract.facts import extract_facts
 from offline_compress.fastdecode import (
     _masked_argmax_numpy,
     _penalised_argmax_numpy,

@@ -1,0 +1,59 @@
+"""Exact fact extraction from a history, by code alone (no model).
+
+A tiny local model cannot be trusted to copy text or find facts, so everything that must be exact comes from
+here: tool calls with their targets and outcomes, failed commands with the line that says why, files read and
+changed, the task statement, and candidate user constraints (verbatim substrings of user/system text).
+
+One concept per module, in the order the data flows:
+
+    conventions     which messages are tool calls and which are tool output (shared with the cut)
+    shell           the shell lexer: a command line -> simple commands
+    commands        what a shell command does: tool, target, files read and written
+    function_calls  what a JSON-argument tool call does
+    outcomes        success / error / partial of one result, and the line that says why
+    events          calls paired with their results: ``ToolEvent``
+    constraints     instruction-like lines of genuine user/system text: ``Constraint``
+    decisions       the agent's stated plan before each change: ``ExtractedDecision``
+    task            the task statement
+    facts           ``Facts`` and ``extract_facts``, which runs all of the above
+
+Everything here is a pure, deterministic function of the messages; regexes are precompiled and linear.
+"""
+
+from __future__ import annotations
+
+from .constraints import (
+    MAX_CONSTRAINT_CHARS,
+    MAX_CONSTRAINTS,
+    Constraint,
+    extract_constraints,
+)
+from .conventions import bash_blocks, is_tool_output
+from .decisions import ExtractedDecision, extract_decisions
+from .events import ToolEvent, extract_tool_events
+from .facts import Facts, FailedCommand, extract_facts
+from .outcomes import MAX_ERROR_LINE_CHARS, Outcome, classify_result
+from .shell import parse_shell
+from .task import DEFAULT_TASK_CHARS, extract_task
+
+__all__ = [
+    "DEFAULT_TASK_CHARS",
+    "MAX_CONSTRAINTS",
+    "MAX_CONSTRAINT_CHARS",
+    "MAX_ERROR_LINE_CHARS",
+    "Constraint",
+    "ExtractedDecision",
+    "Facts",
+    "FailedCommand",
+    "Outcome",
+    "ToolEvent",
+    "bash_blocks",
+    "classify_result",
+    "extract_constraints",
+    "extract_decisions",
+    "extract_facts",
+    "extract_task",
+    "extract_tool_events",
+    "is_tool_output",
+    "parse_shell",
+]

@@ -1,0 +1,205 @@
+"""Constraint candidates: instruction-like lines and sentences of genuine user, system and developer messages
+(never tool output), verbatim, deduplicated and ranked."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from ..messages import Message
+from .conventions import as_message_list, first_user_index, is_tool_output
+
+MAX_CONSTRAINTS = 40
+MAX_CONSTRAINT_CHARS = 600
+
+
+class Constraint(BaseModel):
+    """A sentence/line of a genuine user, system or developer message that reads as an instruction.
+
+    ``text == messages[message_index].text[start:start + len(text)]`` always holds.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    message_index: int
+    role: str
+    start: int
+    strength: int  # 2: strong marker (must/never/only/ALL-CAPS…), 1: weak (should/avoid/please…)
+
+
+_STRONG = re.compile(
+    r"\b(?:must(?:n't| not)?|never|always|do not|don't|cannot|can't|can not|can only|only|"
+    r"under no circumstances|forbidden|prohibited|not allowed|mandatory|(?:is|are) required|required to|"
+    r"make sure|ensures?|shall|critical(?:ly)?|important(?:ly)?|no more than|at most|at least|exactly|"
+    r"doesn't|does not|won't|will not|not persistent|to finish|the following command)\b",
+    re.I,
+)
+# ALL-CAPS runs ("DO NOT MODIFY", "YOU CAN ONLY ENTER ONE COMMAND AT A TIME"); acronyms alone do not count.
+_CAPS_RUN = re.compile(r"\b[A-Z]{2,}(?:[ ’'][A-Z]{1,})+\b")
+_CAPS_IMPERATIVE = re.compile(r"\b(?:DO|DON'T|MUST|NEVER|ONLY|ALWAYS|NOT|CANNOT|NO|EXACTLY|ONE|IMPORTANT|CRITICAL|REQUIRES?)\b")
+_FENCE = re.compile(r"^[ \t]*(?:```|~~~)", re.M)
+_EXAMPLE_TAG = re.compile(r"<(/?)([A-Za-z_]*example[A-Za-z_]*)>", re.I)
+_BULLET = re.compile(r"(?:[-*+•]|\d{1,3}[.)]|[a-z][.)]|#{1,6})[ \t]+")  # used with match(text, pos)
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[`]?[A-Z0-9])")
+
+
+def _units(text: str) -> Iterable[tuple[int, int]]:
+    """Spans of candidate units: non-empty lines outside code fences and example tags, bullets stripped."""
+    in_fence = False
+    example_depth = 0
+    pos = 0
+    spans: list[tuple[int, int, bool, int]] = []  # (start, end, is_bullet, line start)
+    for line in text.splitlines(keepends=True):
+        start, end = pos, pos + len(line)
+        pos = end
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        for m in _EXAMPLE_TAG.finditer(line):
+            example_depth = max(0, example_depth + (-1 if m.group(1) else 1))
+        if in_fence or example_depth or _EXAMPLE_TAG.search(line):
+            continue
+        a, b = start, end
+        while a < b and text[a] in " \t":
+            a += 1
+        while b > a and text[b - 1] in " \t\r\n":
+            b -= 1
+        if a >= b:
+            continue
+        m = _BULLET.match(text, a, b)
+        if m:
+            a = m.end()
+        # Headings/quote markers are not part of the instruction.
+        while a < b and text[a] in ">":
+            a += 1
+            while a < b and text[a] in " \t":
+                a += 1
+        if a < b:
+            spans.append((a, b, bool(m), start))
+    # A sentence wrapped over lines is one unit: join a line that does not end a sentence with the next
+    # line when that one starts in lower case and is not a bullet (the unit then spans the newline).
+    k = 0
+    while k < len(spans):
+        a, b, _, _ = spans[k]
+        while (
+            k + 1 < len(spans)
+            and text[b - 1] not in ".!?:;"
+            and not spans[k + 1][2]
+            and text[spans[k + 1][0]].islower()
+            and text.count("\n", b, spans[k + 1][0]) == 1  # adjacent lines, nothing skipped between
+            and spans[k + 1][3] == text.find("\n", b) + 1
+        ):
+            b = spans[k + 1][1]
+            k += 1
+        yield a, b
+        k += 1
+
+
+def _split_long(text: str, a: int, b: int, limit: int) -> Iterable[tuple[int, int]]:
+    """Cut [a, b) into pieces of at most ``limit`` chars at sentence (else clause, else word) boundaries."""
+    if b - a <= limit:
+        yield a, b
+        return
+    cuts = [m.start() for m in _SENTENCE_END.finditer(text, a, b)]
+    pieces: list[tuple[int, int]] = []
+    s = a
+    for c in cuts + [b]:
+        pieces.append((s, c))
+        s = c
+        while s < b and text[s] in " \t":
+            s += 1
+    for s, e in pieces:
+        while e - s > limit:  # a giant sentence: cut at the last space/comma before the limit
+            cut = max(text.rfind("; ", s, s + limit), text.rfind(", ", s, s + limit), text.rfind(" ", s, s + limit))
+            cut = cut + 1 if cut > s else s + limit
+            yield s, cut
+            s = cut
+            while s < e and text[s] in " \t":
+                s += 1
+        if e > s:
+            yield s, e
+
+
+def _strength(unit: str) -> int:
+    """2 strong instruction, 1 weak, 0 none. Fragments (under 3 words) and weak list intros ("...:") are 0."""
+    words = len(unit.split())
+    if words < 3:
+        return 0
+    for m in _CAPS_RUN.finditer(unit):
+        if _CAPS_IMPERATIVE.search(m.group(0)):
+            return 2
+    if _STRONG.search(unit) or _IMPERATIVE_START.match(unit):
+        return 2
+    if words >= 4 and not unit.endswith(":") and _WEAK_MARKERS.search(unit):
+        return 1
+    return 0
+
+
+_IMPERATIVE_START = re.compile(r"(?:Avoid|Refrain|Stop|Don't|Do not|Never|Always|Only)\b")
+
+
+_WEAK_MARKERS = re.compile(
+    r"\b(?:should(?:n't| not)?|avoid|please|prefer|instead of|remember|be sure|be careful|need to|needs to|"
+    r"your task is|the goal is|you're going to|you are going to|refrain|no need to|not to)\b",
+    re.I,
+)
+
+
+def extract_constraints(messages: Sequence[Message], *, limit: int = MAX_CONSTRAINTS) -> list[Constraint]:
+    """Instruction-like sentences/lines of genuine user/system/developer messages, verbatim, deduplicated.
+
+    Order = priority: strong markers in user turns after the first exchange (a person steering mid-session),
+    then other strong ones, then weak ones in the same two tiers; ties keep history order.
+    """
+    msgs = as_message_list(messages)
+    first_user = first_user_index(msgs)
+    # A user turn after the first assistant reply (that follows the task) is a person steering mid-session.
+    first_reply = next((k for k in range(first_user or 0, len(msgs)) if msgs[k].role == "assistant"), None)
+    found: list[tuple[int, Constraint]] = []
+    seen: set[str] = set()
+    for i, msg in enumerate(msgs):
+        if msg.role not in ("system", "developer", "user") or is_tool_output(msgs, i):
+            continue
+        text = msg.text
+        mid_session = msg.role == "user" and first_user is not None and first_reply is not None and i > first_reply
+        for a, b in _units(text):
+            for s, e in _split_long(text, a, b, MAX_CONSTRAINT_CHARS):
+                unit = text[s:e]
+                strength = _strength(unit)
+                if strength == 0:
+                    continue
+                key = " ".join(unit.split()).casefold()
+                if key in seen:
+                    continue
+                seen.add(key)
+                if text[s : s + len(unit)] != unit or len(unit) > MAX_CONSTRAINT_CHARS:  # verbatim invariant
+                    raise AssertionError("constraint candidate is not an exact substring")
+                tier = (0 if mid_session else 1) if strength == 2 else (2 if mid_session else 3)
+                found.append((tier, Constraint(text=unit, message_index=i, role=msg.role, start=s, strength=strength)))
+        for m in _COMMAND_BLOCK.finditer(text):
+            # A command the instructions spell out in a code block ("issue the following command: ```…```"):
+            # the agent needs it verbatim after compaction (how to submit, how to run the tests).
+            s, e = m.span(1)
+            unit = text[s:e].strip()
+            s = text.index(unit, s) if unit else s
+            key = " ".join(unit.split()).casefold()
+            if unit and len(unit) <= MAX_CONSTRAINT_CHARS and key not in seen:
+                seen.add(key)
+                found.append((1, Constraint(text=unit, message_index=i, role=msg.role, start=s, strength=2)))
+        if mid_session and len(text.strip()) <= _SHORT_TURN_CHARS and not any(c.message_index == i for _, c in found):
+            # A person steering mid-session ("no, catch ValueError there", "run the test in a tmp dir") is an
+            # instruction whatever its wording: keep a short turn whole.
+            unit = text.strip()
+            key = " ".join(unit.split()).casefold()
+            if unit and key not in seen:
+                seen.add(key)
+                found.append((0, Constraint(text=unit, message_index=i, role=msg.role, start=text.index(unit), strength=1)))
+    found.sort(key=lambda t: (t[0], t[1].message_index, t[1].start))
+    return [c for _, c in found[:limit]]
+
+
+_SHORT_TURN_CHARS = 400
+_COMMAND_BLOCK = re.compile(r"(?:following|this|the) command[^\n]*:[ \t]*\n\s*```[^\n]*\n(.*?)\n[ \t]*```", re.I | re.S)

@@ -1,0 +1,56 @@
+"""Decisions in the agent's own words: the plan and reason it stated before each change it made (verbatim)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from ..messages import Message
+from .events import ToolEvent
+
+
+class ExtractedDecision(BaseModel):
+    """A decision in the agent's own words (verbatim spans of the assistant message before a change)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decision: str
+    rationale: str
+    message_index: int
+
+
+_DECIDE = re.compile(
+    r"\b(?:I'll|I’ll|I will|I'm going to|I am going to|I need to|I should|Let's|Let me|We need to|We should|"
+    r"I decided|I chose|The fix is|The solution is)\b"
+)
+_BECAUSE = re.compile(
+    r"\b(?:because|since|so that|due to|the (?:issue|problem|bug|cause|reason) (?:is|was)|this (?:means|is why)|"
+    r"which (?:means|causes))\b",
+    re.I,
+)
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`])")  # not inside "f.name" or "requests.sessions"
+
+
+def extract_decisions(messages: Sequence[Message], events: Sequence[ToolEvent]) -> list[ExtractedDecision]:
+    """For each tool call that changed files, the assistant's stated plan in that message (a sentence with
+    "I'll / Let's / I need to …") and its reason (a sentence with "because / the issue is …"), verbatim."""
+    out: list[ExtractedDecision] = []
+    seen: set[int] = set()
+    for event in events:
+        i = event.call_index
+        if not event.files_changed or i in seen:
+            continue
+        seen.add(i)
+        text = _FENCED.sub("\n", messages[i].text)  # a sentence never spans a code block: spans stay verbatim
+        sentences = [x.strip() for line in text.splitlines() for x in _SENTENCE_SPLIT.split(line)
+                     if len(x.split()) >= 4]
+        plans = [x for x in sentences if _DECIDE.search(x) and len(x) <= 300]
+        reasons = [x for x in sentences if _BECAUSE.search(x) and len(x) <= 300]
+        if plans:
+            out.append(ExtractedDecision(decision=plans[-1], rationale=reasons[0] if reasons else "", message_index=i))
+    return out
+
+
+_FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)

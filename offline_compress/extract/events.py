@@ -1,0 +1,139 @@
+"""Tool events: every call of a history paired with its result (by call id, else in order; text calls with the
+next message), with its tool, target, files and outcome."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..messages import Message
+from .commands import ShellState, summarise_command
+from .conventions import (
+    MINI_FORMAT_ERROR,
+    as_message_list,
+    bash_blocks,
+    is_tool_output,
+    text_command,
+)
+from .function_calls import SHELL_TOOLS, analyse_function_call
+from .outcomes import Outcome, classify_result
+from .shell import parse_shell
+
+
+class ToolEvent(BaseModel):
+    """One tool call and what came of it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    call_index: int  # index of the assistant message that made the call
+    result_index: int | None = None  # index of the message holding its result; None: never answered
+    call_id: str | None = None
+    tool: str  # function name; for shell commands the program (sed, grep, pytest, git, …)
+    target: str = ""  # what it acted on: path, "pattern in path", test id, URL (derived, may be shortened)
+    command: str  # the exact command text, or the exact arguments JSON of a function call, untruncated
+    outcome: Outcome | None = None  # None when there is no result
+    exit_code: int | None = None
+    error_line: str | None = None  # verbatim line of the result that says why (a substring of it)
+    files_read: tuple[str, ...] = ()
+    files_changed: tuple[str, ...] = ()
+
+
+def _event(
+    call_index: int, result_index: int | None, call_id: str | None, tool: str, target: str, command: str,
+    reads: list[str], writes: list[str], read_only: bool, result_text: str | None,
+    shell: bool,
+) -> ToolEvent:
+    outcome: Outcome | None = None
+    exit_code = error_line = None
+    if result_text is not None:
+        outcome, exit_code, error_line = classify_result(result_text, read_only=read_only)
+        if error_line is not None and error_line not in result_text:  # verbatim invariant
+            raise AssertionError("error_line is not a substring of its result")
+    if outcome == "error" and (not shell or len(parse_shell(command)) <= 1):
+        writes = []  # a single edit that failed changed nothing
+    return ToolEvent(
+        call_index=call_index, result_index=result_index, call_id=call_id, tool=tool[:64] or "sh", target=target,
+        command=command, outcome=outcome, exit_code=exit_code, error_line=error_line,
+        files_read=tuple(unique(reads)), files_changed=tuple(unique(writes)),
+    )
+
+
+def unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))  # first occurrences, in order
+
+
+_OPEN_FILE_LINE = re.compile(r"^\(Open file: ([^\n)]+)\)\s*$", re.M)
+_CWD_LINE = re.compile(r"^\(Current directory: ([^\n)]+)\)\s*$", re.M)
+
+
+def extract_tool_events(messages: Sequence[Message]) -> list[ToolEvent]:
+    """Every tool call in order, both conventions, with its result, target and outcome."""
+    msgs = as_message_list(messages)
+    state = ShellState()
+    events: list[ToolEvent] = []
+    pending: dict[str, int] = {}  # call id -> slot in `calls`
+    calls: list[dict[str, Any]] = []  # canonical calls awaiting results
+    for i, msg in enumerate(msgs):
+        if msg.role == "assistant" and msg.tool_calls:
+            for tc in msg.tool_calls:
+                tool, target, command, reads, writes, ro = analyse_function_call(tc.function.name, tc.function.arguments, state)
+                reads, writes = state.relative(reads), state.relative(writes)
+                target = state.relative([target])[0]
+                # A shell command line was pulled out of the arguments (or the tool is a shell).
+                shell = command != tc.function.arguments or tc.function.name.lower() in SHELL_TOOLS
+                slot = len(calls)
+                calls.append(dict(call_index=i, call_id=tc.id, tool=tool, target=target, command=command,
+                                  reads=reads, writes=writes, read_only=ro, shell=shell, result=None))
+                if tc.id:
+                    pending[tc.id] = slot
+            continue
+        if msg.role == "tool":
+            slot = pending.pop(msg.tool_call_id, None) if msg.tool_call_id else None
+            if slot is None:  # no id: the oldest unanswered call
+                slot = next((k for k, c in enumerate(calls) if c["result"] is None), None)
+                if slot is not None and calls[slot]["call_id"]:
+                    pending.pop(calls[slot]["call_id"], None)
+            if slot is not None and calls[slot]["result"] is None:
+                calls[slot]["result"] = i
+            _note_open_file(msg.text, state)
+            continue
+        command = text_command(msgs, i)
+        if command is None:
+            continue
+        answered = i + 1 < len(msgs) and is_tool_output(msgs, i + 1)
+        result_text = msgs[i + 1].text if answered else None
+        if answered and MINI_FORMAT_ERROR.match(result_text or ""):
+            tool, target, reads, writes, ro = summarise_command(bash_blocks(msg.text)[0], ShellState())
+            reads, writes = [], []  # rejected, nothing ran
+        else:
+            tool, target, reads, writes, ro = summarise_command(command, state)
+            reads, writes = state.relative(reads), state.relative(writes)
+            target = state.relative([target])[0]
+        events.append(_event(i, i + 1 if answered else None, None, tool, target, command, reads, writes, ro, result_text, True))
+        if result_text:
+            _note_open_file(result_text, state)
+    for c in calls:
+        r = c.pop("result")
+        text = msgs[r].text if r is not None else None
+        events.append(_event(c["call_index"], r, c["call_id"], c["tool"], c["target"], c["command"], c["reads"],
+                             c["writes"], c["read_only"], text, c["shell"]))
+    events.sort(key=lambda e: e.call_index)  # stable: calls of one message keep their order
+    return events
+
+
+def _note_open_file(text: str, state: ShellState) -> None:
+    """SWE-agent observations end with the open file and the working directory; later calls need both."""
+    tail = text[-600:]
+    m = None
+    for m in _OPEN_FILE_LINE.finditer(tail):
+        pass
+    if m and m.group(1) != "n/a":
+        state.open_file = m.group(1).strip()
+    d = None
+    for d in _CWD_LINE.finditer(tail):
+        pass
+    if d:
+        state.cwd = d.group(1).strip()

@@ -1,0 +1,81 @@
+"""``Facts``: all exact facts of a history (tool events, failures, files read and changed, the task, constraint
+candidates, decisions), and ``extract_facts``, which reads them. Pure and deterministic."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..messages import Message
+from .constraints import MAX_CONSTRAINTS, Constraint, extract_constraints
+from .conventions import as_message_list
+from .decisions import ExtractedDecision, extract_decisions
+from .events import ToolEvent, extract_tool_events, unique
+from .task import DEFAULT_TASK_CHARS, extract_task
+
+_AIDER_APPLIED = re.compile(r"^(?:>\s*)?Applied edit to (\S[^\n]*?)\s*$", re.M)
+
+
+class FailedCommand(BaseModel):
+    """A call whose outcome was ``error``: what was tried (exact) and the line that says why (verbatim)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    approach: str
+    reason_failed: str
+    call_index: int
+    result_index: int | None = None
+    tool: str = ""
+    target: str = ""
+
+
+class Facts(BaseModel):
+    """All exact facts of a history (``extract_facts``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str = ""  # the first user message's task statement (a verbatim prefix of a section of it)
+    task_index: int | None = None
+    tool_events: list[ToolEvent] = []
+    failed_attempts: list[FailedCommand] = []
+    files_read: list[str] = []
+    files_changed: list[str] = []
+    constraint_candidates: list[Constraint] = []
+    decisions: list[ExtractedDecision] = []
+
+
+def extract_facts(
+    messages: Sequence[Message | Mapping[str, Any]],
+    *,
+    max_constraints: int = MAX_CONSTRAINTS,
+    task_chars: int = DEFAULT_TASK_CHARS,
+) -> Facts:
+    """All exact facts of a history. Pure and deterministic."""
+    msgs = as_message_list(messages)
+    events = extract_tool_events(msgs)
+    failed = [
+        FailedCommand(approach=e.command if e.command.strip() not in ("", "{}") else f"{e.tool} {e.target}".strip(), reason_failed=e.error_line or "(no output)", call_index=e.call_index,
+                      result_index=e.result_index, tool=e.tool, target=e.target)
+        for e in events
+        if e.outcome == "error" or (e.outcome == "partial" and e.exit_code not in (None, 0))
+    ]
+    files_read = unique(p for e in events for p in e.files_read)
+    changed = [(e.call_index, p) for e in events for p in e.files_changed]
+    for i, m in enumerate(msgs):  # aider reports its edits in console lines ("Applied edit to X")
+        if m.role != "system" and "Applied edit to" in m.text:
+            changed += [(i, x.group(1)) for x in _AIDER_APPLIED.finditer(m.text)]
+    changed.sort(key=lambda t: t[0])  # stable: chronological, events first within a message
+    task, task_index = extract_task(msgs, max_chars=task_chars)
+    return Facts(
+        task=task,
+        task_index=task_index,
+        tool_events=events,
+        failed_attempts=failed,
+        files_read=files_read,
+        files_changed=unique(p for _, p in changed),
+        constraint_candidates=extract_constraints(msgs, limit=max_constraints),
+        decisions=extract_decisions(msgs, events),
+    )

@@ -1,0 +1,143 @@
+"""Outcome classification: success / error / partial of one tool result, its exit code, and the verbatim line
+that says why it failed (a traceback's exception, a shell error, a failing test summary)."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from .conventions import MINI_FORMAT_ERROR, MINI_TIMEOUT, RETURNCODE
+
+Outcome = Literal["success", "error", "partial"]
+
+MAX_ERROR_LINE_CHARS = 300
+
+_TRACEBACK = re.compile(r"^Traceback \(most recent call last\):", re.M)
+_EXC_LINE = re.compile(r"^(?:E\s+)?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning)(?::.*)?$")
+_SHELL_ERROR = re.compile(
+    r"(?:command not found|No such file or directory|Permission denied|cannot access|can't read|"
+    r"Is a directory|not a git repository|unrecognized option|invalid option|^usage: |"
+    r"SyntaxError|IndentationError|^fatal: |^error: |^Error: |^ERROR: |^ERROR |^E: |^FAILED |"
+    r"Your proposed edit has introduced new syntax error|^File .* not found|^No replacement was performed|"
+    r"did not appear verbatim|^Invalid |does not exist|failed to exactly match|^make: \*\*\* .*Error \d+)",
+    re.M,
+)
+_WEAK_ERROR = re.compile(r"(?:did not conform to the edit format|failed to match|^Traceback \(most recent call last\):)", re.M)
+_PYTEST_SUMMARY = re.compile(
+    r"^={2,200} ([^\n]{0,300}?\b(?:passed|failed|error|errors|skipped|xfailed|deselected|no tests ran)\b[^\n]{0,300}?) ={2,200}[ \t]*$",
+    re.M,
+)
+_COUNT = re.compile(r"(\d+) (passed|failed|errors?)\b")
+_UNITTEST_FAILED = re.compile(r"^FAILED \((?:failures|errors)=\d+.*\)$", re.M)
+_TRUNCATED = re.compile(
+    r"(?:<output_head>|<elided_chars>|output of your last command was too long|Output truncated|"
+    r"Observation truncated|\[\.\.\. .*truncated|<response clipped>)",
+    re.I,
+)
+_EXIT_CODE_TEXT = re.compile(r"(?:exit code|exit status|exited with code|Exit code:?)\s*(-?\d+)", re.I)
+
+
+def _clip_line(line: str) -> str:
+    line = line.strip()
+    return line if len(line) <= MAX_ERROR_LINE_CHARS else line[:MAX_ERROR_LINE_CHARS]
+
+
+def _last_exception_line(text: str) -> str | None:
+    tb = None
+    for tb in _TRACEBACK.finditer(text):
+        pass
+    start = tb.end() if tb else 0
+    found = None
+    for line in text[start:].splitlines():
+        s = line.strip()
+        if len(s) <= 2000 and _EXC_LINE.match(s):  # the length bound keeps the match linear
+            found = line
+            if tb:
+                break  # the first exception line after the last traceback is the raised one
+    return found
+
+
+def _error_line(text: str, exit_code: int | None, allow_exceptions: bool = True) -> str | None:
+    if allow_exceptions:
+        exc = _last_exception_line(text) if _TRACEBACK.search(text) else None
+        if exc:
+            return _clip_line(exc)
+    m = _SHELL_ERROR.search(text) or _WEAK_ERROR.search(text)
+    if m:
+        a = text.rfind("\n", 0, m.start()) + 1
+        b = text.find("\n", m.end())
+        line = text[a : b if b >= 0 else len(text)]
+        if line.strip():
+            return _clip_line(line)
+    summaries = list(_PYTEST_SUMMARY.finditer(text))
+    if summaries and "failed" in summaries[-1].group(1) or summaries and "error" in summaries[-1].group(1):
+        return _clip_line(summaries[-1].group(0))
+    if allow_exceptions:
+        exc = _last_exception_line(text)
+        if exc:
+            return _clip_line(exc)
+    return None
+
+
+def _output_body(text: str) -> str:
+    """The command output inside a mini-swe-agent result (falls back to the whole text)."""
+    for open_tag, close_tag in (("<output>", "</output>"), ("<output_head>", "</output_tail>")):
+        a = text.find(open_tag)
+        if a >= 0:
+            b = text.rfind(close_tag)
+            return text[a + len(open_tag) : b if b > a else len(text)]
+    return text
+
+
+def classify_result(text: str, *, read_only: bool = False) -> tuple[Outcome, int | None, str | None]:
+    """(outcome, exit_code, error_line) of one tool result. ``error_line`` is a substring of ``text``."""
+    rc_match = RETURNCODE.search(text[:300])
+    exit_code: int | None = int(rc_match.group(1)) if rc_match else None
+    if exit_code is None:
+        m = _EXIT_CODE_TEXT.search(text[-400:]) or _EXIT_CODE_TEXT.search(text[:300])
+        if m:
+            exit_code = int(m.group(1))
+    if MINI_TIMEOUT.match(text):
+        return "error", exit_code, _clip_line(text.split("\n", 1)[0])
+    if MINI_FORMAT_ERROR.match(text):
+        return "error", exit_code, _clip_line(text.lstrip().split("\n", 1)[0])
+    body = _output_body(text)
+    summaries = list(_PYTEST_SUMMARY.finditer(body))
+    counts: dict[str, int] = {}
+    if summaries:
+        for n, kind in _COUNT.findall(summaries[-1].group(1)):
+            counts[kind.rstrip("s")] = counts.get(kind.rstrip("s"), 0) + int(n)
+    mixed_tests = counts.get("passed", 0) > 0 and (counts.get("failed", 0) + counts.get("error", 0)) > 0
+    truncated = bool(_TRUNCATED.search(text))
+    if exit_code is not None:
+        if exit_code != 0:
+            line = _error_line(body, exit_code)
+            if line is None:
+                # A search that finds nothing exits 1 with no message: the return code itself is the reason.
+                line = rc_match.group(0) if (read_only and rc_match) else _fallback_line(text, body, rc_match)
+            return ("partial" if mixed_tests else "error"), exit_code, line
+        if mixed_tests:
+            return "partial", 0, _error_line(body, 0)
+        if not read_only and _TRACEBACK.search(body):
+            line = _error_line(body, 0)
+            if line:
+                return "partial", 0, line
+        return ("partial" if truncated else "success"), 0, None
+    # No exit code: judge by markers.
+    if mixed_tests:
+        return "partial", None, _error_line(body, None)
+    # A file being read may mention errors; for reads only the start of the output (where a shell puts them).
+    line = _error_line(body[:400] if read_only else body, None, allow_exceptions=not read_only)
+    failed_tests = counts.get("failed", 0) + counts.get("error", 0) > 0 or bool(_UNITTEST_FAILED.search(body))
+    if line and (not read_only or _SHELL_ERROR.search(line) or _WEAK_ERROR.search(line)):
+        return "error", None, line
+    if failed_tests:
+        return "error", None, line
+    return ("partial" if truncated else "success"), None, None
+
+
+def _fallback_line(text: str, body: str, rc_match: re.Match[str] | None) -> str:
+    for line in reversed(body.splitlines()):
+        if line.strip():
+            return _clip_line(line)
+    return rc_match.group(0) if rc_match else "(no output)"
