@@ -6,33 +6,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from .errors import OfflineCompressError
+from .files import write_atomic
 
 
 def _progress(message: str) -> None:
     print(f"offline-compress: {message}", file=sys.stderr, flush=True)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write to a temporary file beside ``path`` and rename it: never a half-written output."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _emit(document: Any, out: str | None) -> None:
@@ -125,9 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the cores available)")
     p.set_defaults(func=cmd_compress)
 
-    from .bench import add_bench_parser
     from .contradictions import add_contradictions_parser
-    from .evaluate import add_eval_parser
+
+    # The evaluation commands sit on top of the library (offline_compress.evaluation); registering them imports
+    # only their argument definitions, the model and the scoring load when the command runs.
+    from .evaluation.bench import add_bench_parser
+    from .evaluation.summary_eval import add_eval_parser
 
     add_eval_parser(sub)
     add_bench_parser(sub)

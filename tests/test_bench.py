@@ -2,7 +2,7 @@
 
 import pytest
 
-from offline_compress.bench import _decode_script, rate_ceiling, read_bandwidth_gb_s
+from offline_compress.evaluation.bench import _decode_script, rate_ceiling, read_bandwidth_gb_s
 
 
 def test_outside_decode_overhead_separates_the_constraint_from_the_decodes():

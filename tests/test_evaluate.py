@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from offline_compress import evaluate as E
 from offline_compress import schema as S
 from offline_compress.backend import Generation
+from offline_compress.cli import main as cli_main
 from offline_compress.compressor import Compressor
+from offline_compress.evaluation import summary_eval as E
 from offline_compress.messages import Message, parse_messages
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -259,7 +260,7 @@ def test_main_with_a_stub_model_prints_the_table_and_writes_json(tmp_path: Path,
     (tmp_path / "notes.json").write_text('{"not": "a trajectory"}')
     (tmp_path / "t.traj.json").write_bytes(GITHUB_ISSUE.read_bytes())
     out = tmp_path / "out" / "report.json"
-    code = E.main([str(tmp_path), str(FIXTURES / "mini-swe-agent" / "django__django-11163.traj.json"), "--json", str(out)])
+    code = cli_main(["eval", str(tmp_path), str(FIXTURES / "mini-swe-agent" / "django__django-11163.traj.json"), "--json", str(out)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "TOTAL / median (2)" in captured.out and "targets:" in captured.out and "injection corpus: 9 cases" in captured.out
@@ -272,12 +273,12 @@ def test_main_with_a_stub_model_prints_the_table_and_writes_json(tmp_path: Path,
 
 
 def test_bad_input_exits_2_before_loading_a_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert E.main([str(tmp_path / "missing")]) == 2
+    assert cli_main(["eval", str(tmp_path / "missing")]) == 2
     assert "no such file or directory" in capsys.readouterr().err
     (tmp_path / "LICENSE.md").write_text("MIT")
-    assert E.main([str(tmp_path)]) == 2
+    assert cli_main(["eval", str(tmp_path)]) == 2
     assert "no trajectories found" in capsys.readouterr().err
-    assert E.main([str(GITHUB_ISSUE), "--must-keep", str(tmp_path / "nope.json")]) == 2
+    assert cli_main(["eval", str(GITHUB_ISSUE), "--must-keep", str(tmp_path / "nope.json")]) == 2
 
 
 def test_add_eval_parser_registers_the_subcommand() -> None:

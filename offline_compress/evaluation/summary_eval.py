@@ -93,14 +93,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import schema as S
-from .errors import EmptyHistoryError, InputError
-from .ground import SourceIndex
-from .messages import Message, as_messages
-from .redact import find_secrets, redact
+from .. import schema as S
+from ..errors import EmptyHistoryError, InputError
+from ..files import write_atomic
+from ..ground import SourceIndex
+from ..messages import Message, as_messages
+from ..redact import find_secrets, redact
 
 TRAJECTORY_SUFFIXES = (".json", ".traj", ".md")
-_REPO = Path(__file__).resolve().parent.parent
+_REPO = Path(__file__).resolve().parents[2]
 DEFAULT_MUST_KEEP = _REPO / "eval" / "must_keep.json"
 DEFAULT_INJECTION_DIR = _REPO / "tests" / "fixtures" / "injection"
 SKIP_NAMES = ("LICENSE", "README", "ATTRIBUTION", "NOTICE", "COPYING")
@@ -601,7 +602,7 @@ def evaluate_history(
 ) -> dict[str, Any]:
     """All scores of one compression (``result``: a ``CompressionResult``) of ``messages``. Pure apart from
     token counting."""
-    from .compressor import summary_message
+    from ..compressor import summary_message
 
     context: S.CompressedContext = result.context
     cut = result.stats.messages_compressed
@@ -637,7 +638,7 @@ def _explain(row: dict[str, Any], facts: Any, context: S.CompressedContext, part
     """Say why each miss happened, from the extractor's facts (diagnosis only, never the score)."""
     unread = [m for m in row["constraints"]["missed"] if m["why"] == "not among the extractor's candidates"]
     if unread:
-        from .extract import MAX_CONSTRAINTS, extract_constraints
+        from ..extract import MAX_CONSTRAINTS, extract_constraints
 
         unlimited = extract_constraints(part, limit=1 << 30)
         for m in unread:
@@ -840,8 +841,8 @@ def run_eval(
     Raises ``InputError`` on bad input (a missing path, nothing to evaluate, a missing must-keep file)."""
     from tqdm import tqdm
 
-    from .formats import load_history_with_format
-    from .tokens import get_counter
+    from ..formats import load_history_with_format
+    from ..tokens import get_counter
 
     phrases = load_must_keep(must_keep)
     files, skipped = find_trajectories(paths)
@@ -858,7 +859,7 @@ def run_eval(
     if not loaded:
         raise InputError("no trajectories found", source=", ".join(map(str, paths)) or "<no paths>")
     if compressor is None:
-        from .compressor import Compressor
+        from ..compressor import Compressor
 
         _note("loading the model and compiling the grammar (once)")
         compressor = Compressor(model, keep_last=keep_last, n_threads=threads)
@@ -907,8 +908,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
         sys.stdout.write(f"injection corpus: {len(inj['cases'])} cases, {inj['injected']} injected constraints, "
                          f"{inj['expected_kept']}/{inj['expected']} expected constraints kept\n")
     if args.json:
-        from .cli import write_atomic
-
         write_atomic(Path(args.json), json.dumps(report, ensure_ascii=False, indent=1) + "\n")
         _note(f"wrote {args.json}")
     return 0
@@ -933,21 +932,4 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="offline-compress eval", description=__doc__.splitlines()[0])
-    _add_arguments(parser)
-    parser.set_defaults(func=cmd_eval)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``offline-compress eval …`` (the CLI's error handling: one line on stderr, exit status 2)."""
-    from .cli import main as cli_main
-
-    return cli_main(["eval", *(sys.argv[1:] if argv is None else argv)])
-
-
-__all__ = ["RawCall", "add_eval_parser", "aggregate", "evaluate_history", "main", "raw_tool_calls", "run_eval"]
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+__all__ = ["RawCall", "add_eval_parser", "aggregate", "evaluate_history", "raw_tool_calls", "run_eval"]

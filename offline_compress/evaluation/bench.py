@@ -35,7 +35,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 SHARED = REPO.parent / "shared" / "trajectories"
 
@@ -124,10 +124,10 @@ def synthetic_history(messages: list[dict[str, Any]], target_tokens: int, counte
 
 
 def bench_trigger(sizes: Sequence[int], steps: int) -> list[dict[str, Any]]:
-    from .chat_template import render
-    from .formats import load_history
-    from .messages import MessageCache
-    from .tokens import TokenCounter
+    from ..chat_template import render
+    from ..formats import load_history
+    from ..messages import MessageCache
+    from ..tokens import TokenCounter
 
     counter_for_building = TokenCounter()
     source = [m.to_openai() for m in load_history(FIXTURES / "mini-swe-agent" / "psf__requests-2317.traj.json")]
@@ -172,8 +172,8 @@ def bench_trigger(sizes: Sequence[int], steps: int) -> list[dict[str, Any]]:
 
 # -- compression -------------------------------------------------------------------------------------------
 def bench_compression(compressor: Any, files: Sequence[Path], repeats: int) -> list[dict[str, Any]]:
-    from .formats import load_history
-    from .tokens import get_counter
+    from ..formats import load_history
+    from ..tokens import get_counter
 
     counter = get_counter()
     rows = []
@@ -205,7 +205,7 @@ def bench_compression(compressor: Any, files: Sequence[Path], repeats: int) -> l
 
 
 def bench_prefix_cache(compressor: Any, path: Path, repeats: int) -> dict[str, Any]:
-    from .formats import load_history
+    from ..formats import load_history
 
     messages = load_history(path)
     backend = compressor.backend
@@ -287,7 +287,7 @@ def bench_effective_rate(compressor: Any, files: Sequence[Path], repeats: int, c
     own prompt (``Compressor.prepare``: what a compression decodes), not on one prompt: the forced share, hence
     the gain, depends on how much the model writes. Per trajectory, both decode the loop's output length from
     the same prompt state, in rotating order; the summary gives the median over trajectories and the worst."""
-    from .formats import load_history
+    from ..formats import load_history
 
     bd = _decode_script()
     backend, schema, prefix = compressor.backend, compressor.schema, compressor.prefix
@@ -354,7 +354,7 @@ def thread_rates(backend: Any, n: int, prompt_words: int, gen_tokens: int, repea
 
 def bench_threads(compressor: Any, prompt_words: int, gen_tokens: int) -> list[dict[str, Any]]:
     """Prompt processing and unconstrained generation rates for 1..N threads, on the one loaded model."""
-    from .threads import available_cores
+    from ..threads import available_cores
 
     rows = []
     for n in range(1, available_cores() + 1):
@@ -367,9 +367,9 @@ def bench_threads(compressor: Any, prompt_words: int, gen_tokens: int) -> list[d
 def bench_attention(compressor: Any, path: Path, prompt_words: int, gen_tokens: int, repeats: int) -> list[dict[str, Any]]:
     """llama.cpp's flash attention on vs off: prompt processing and generation rates on two contexts of the same
     model (alternating which runs first), and whether a compression gives the same summary bytes either way."""
-    from .backend import LlamaCppBackend
-    from .compressor import Compressor
-    from .formats import load_history
+    from ..backend import LlamaCppBackend
+    from ..compressor import Compressor
+    from ..formats import load_history
 
     ours = compressor.backend
     other = LlamaCppBackend(ours.model_path, n_ctx=ours.n_ctx, n_threads=ours.n_threads, flash_attn=not ours.flash_attn)
@@ -451,7 +451,7 @@ def bench_contention(compressor: Any, prompt_words: int, gen_tokens: int, repeat
     all available cores, idle and with one other busy process (a pure-Python spin loop), same prompt and run."""
     import subprocess
 
-    from .threads import available_cores, threads_now
+    from ..threads import available_cores, threads_now
 
     cores = available_cores()
     rows = []
@@ -481,10 +481,10 @@ def bench_contention(compressor: Any, prompt_words: int, gen_tokens: int, repeat
 def bench_naive(compressor: Any, files: Sequence[Path], n_ctx: int) -> list[dict[str, Any]]:
     """The seed design: the whole history JSON-dumped into the prompt (cut to fit the window), same grammar,
     same model, on a context big enough to hold it. Ours runs on the same files in the same process."""
-    from .backend import LlamaCppBackend
-    from .cut import cut_index
-    from .formats import load_history
-    from .prompt import closing, fixed_prefix
+    from ..backend import LlamaCppBackend
+    from ..cut import cut_index
+    from ..formats import load_history
+    from ..prompt import closing, fixed_prefix
 
     naive = LlamaCppBackend(compressor.backend.model_path, n_ctx=n_ctx, n_threads=compressor.backend.n_threads)
     prefix = fixed_prefix(naive.chat_template is not None)
@@ -565,7 +565,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .compressor import Compressor
+    from ..compressor import Compressor
 
     quick = args.quick
     out = Path(args.out or REPO / "bench-results" / datetime.now().strftime("%Y%m%d-%H%M%S"))
