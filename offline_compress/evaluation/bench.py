@@ -565,8 +565,9 @@ def write_report(results: dict[str, Any], out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..compressor import Compressor
+    from ..compressor import DEFAULT_MODEL, Compressor
 
+    model = args.model or DEFAULT_MODEL  # None would mean no model at all
     quick = args.quick
     out = Path(args.out or REPO / "bench-results" / datetime.now().strftime("%Y%m%d-%H%M%S"))
     results: dict[str, Any] = {"machine": machine()}
@@ -575,7 +576,7 @@ def run(args: argparse.Namespace) -> int:
     results["trigger"] = bench_trigger((8_000, 32_000) if quick else (8_000, 32_000, 128_000), 3 if quick else 15)
     files = trajectory_files(args.trajectories, quick)
     log("loading the compressor")
-    compressor = Compressor(args.model, n_threads=args.threads)
+    compressor = Compressor(model, n_threads=args.threads)
     results["machine"]["threads"] = compressor.backend.n_threads
     results["machine"]["backend"] = "llama.cpp CPU"
     results["compression"] = bench_compression(compressor, files, 1 if quick else args.repeats)
@@ -604,7 +605,7 @@ def run(args: argparse.Namespace) -> int:
     naive_files = files[:1] if quick else files[: args.naive_files]
     results["naive_vs_ours"] = bench_naive(compressor, naive_files, n_ctx=8192 if quick else 32768)
     if results["machine"]["gpu_offload_supported"] and not args.no_gpu:
-        gpu = Compressor(args.model, n_gpu_layers=-1)
+        gpu = Compressor(model, n_gpu_layers=-1)
         results["compression_gpu"] = bench_compression(gpu, files, 1 if quick else args.repeats)
     write_report(results, out)
     print((out / "results.md").read_text())
