@@ -3,6 +3,7 @@ deterministic summaries out; the hook archives before it replaces."""
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -59,7 +60,20 @@ def test_narrative_bridges_to_the_kept_messages_without_repeating_them(summaries
         # Only those: the kept messages follow the summary verbatim, so they are not repeated in it.
         bridge = [line for line in narrative.splitlines() if line.startswith("[")]
         assert len(bridge) == len(said) and all(line.startswith("[assistant] ") for line in bridge), name
-        assert result.grounding.kept <= result.grounding.checked
+
+
+def test_grounding_accounts_for_every_model_item_and_keeps_none_it_dropped(summaries):
+    for name, (_, result) in summaries.items():
+        report, context, facts = result.grounding, result.context, result.facts
+        assert report.checked >= 1 and report.kept + len(report.dropped) == report.checked, name
+        lines = context.recent_narrative.split("\n")
+        head = " ".join(lines[: next((k for k, x in enumerate(lines) if x.startswith("[")), len(lines))])
+        written = [x for x in re.split(r"(?<=[.!?])\s+", head) if x.strip()]  # the model's sentences
+        extracted = {d.decision for d in facts.decisions} | {d.rationale for d in facts.decisions}
+        written += [x for d in context.decisions for x in (d.decision, d.rationale) if x and x not in extracted]
+        state = context.task_state
+        written += [x for x in (*state.completed, *state.remaining, *state.blockers) if not x.startswith(("changed ", "Task: "))]
+        assert not set(report.dropped) & {x.strip() for x in written}, name
 
 
 def test_mini_swe_agent_constraint_and_failures_kept(summaries):

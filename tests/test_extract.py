@@ -28,6 +28,12 @@ MINI = sorted((FIXTURES / "mini-swe-agent").glob("*.traj.json"))
 INJECTION = sorted((FIXTURES / "injection").glob("*.json"))
 SWE_BENCH_MINI = [p for p in MINI if p.name != "github_issue.traj.json"]  # the ones with the SWE-bench prompt
 
+# The first line of each fixture's <pr_description> (read off the files): the task the extractor must find.
+TASK_STARTS = {
+    "django__django-11163.traj.json": "model_to_dict() should return an empty dict for an empty list of fields.\n",
+    "psf__requests-2317.traj.json": "method = builtin_str(method) problem\nIn requests/sessions.py is a command:",
+}
+
 MINI_MUST_FIND = [
     "DO NOT MODIFY: Tests, configuration files (pyproject.toml, setup.cfg, etc.)",
     "make changes to non-test files",
@@ -121,7 +127,7 @@ def test_mini_must_find_constraints(path: Path) -> None:
     for needle in MINI_MUST_FIND:
         assert any(needle in t for t in texts), needle
     _assert_constraint_invariants(messages, facts)
-    assert facts.task.startswith("model_to_dict()") or "requests" in facts.task or facts.task
+    assert facts.task.startswith(TASK_STARTS[path.name]) and facts.task_index == 1
     assert facts.task in messages[facts.task_index].text
 
 
