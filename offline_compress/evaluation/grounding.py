@@ -8,7 +8,7 @@ Independent of ``offline_compress.ground`` (the compressor's filter, which is wh
 - every other word of 3 or more letters must occur in the source as a whole word (case-insensitive; the
   "parser" of "parser_loop" is not one), unless it is one of a few dozen function words (``STOP_WORDS``).
 
-The compressor's filter normalises words, ignores words under 4 letters and about 150 common words ("fix", "run",
+The compressor's filter normalises words, ignores words under 4 letters and 136 common words ("fix", "run",
 "tests", …) and lets the parts of a path stand for the path; this check does none of that, so an item it passes
 may fail here ("The agent ran the tests" fails when no message says "ran"). An item with nothing to check
 (function words only) passes: it asserts nothing.
