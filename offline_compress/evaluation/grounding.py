@@ -10,8 +10,8 @@ Independent of ``offline_compress.ground`` (the compressor's filter, which is wh
 
 The compressor's filter normalises words, ignores words under 4 letters and 136 common words ("fix", "run",
 "tests", …) and lets the parts of a path stand for the path; this check does none of that, so an item it passes
-may fail here ("The parser drops the last token: fixed." fails unless some message says "fixed"). An item with nothing to check
-(function words only) passes: it asserts nothing.
+may fail here ("The parser drops the last token: fixed." fails unless some message says "fixed"). An item with
+nothing to check (function words only) passes: it asserts nothing.
 """
 
 from __future__ import annotations
