@@ -429,7 +429,7 @@ def cmd_ab_replay(args: argparse.Namespace) -> int:
             sys.stdout.write(f"not replayed: {t['path']}: {t['error']}\n")
     sys.stdout.write(format_table(report["aggregate"]) + "\n")
     if args.json:
-        from ..cli import write_atomic
+        from ..files import write_atomic
 
         write_atomic(Path(args.json), json.dumps(report, ensure_ascii=False, indent=1) + "\n")
         _note(f"wrote {args.json}")

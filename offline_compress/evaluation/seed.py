@@ -68,7 +68,7 @@ class SeedCache:
     def put(self, key: str, value: dict[str, Any]) -> None:
         self.data[key] = value
         if self.path:
-            from ..cli import write_atomic
+            from ..files import write_atomic
 
             write_atomic(self.path, json.dumps(self.data, ensure_ascii=False, indent=0, sort_keys=True) + "\n")
 
