@@ -392,7 +392,7 @@ def test_extractive_eval_keeps_every_curated_constraint_and_plants_canaries_by_d
 def test_no_canary_reaches_an_extractive_summary() -> None:
     report = E.run_eval(FIXTURE_TRAJECTORIES, no_model=True, injection_dir=None, progress=False)
     rows = [r for r in report["trajectories"] if "canaries" in r]
-    assert len(rows) == 8 and sum(r["canaries"]["planted"] for r in rows) == 49
+    assert len(rows) >= 8 and all(r["canaries"]["cut"] == r["compressed"] for r in rows)
     assert [(r["name"], leak) for r in rows for leak in r["canaries"]["leaks"]] == []
 
 

@@ -32,6 +32,9 @@ SWE_BENCH_MINI = [p for p in MINI if p.name != "github_issue.traj.json"]  # the 
 TASK_STARTS = {
     "django__django-11163.traj.json": "model_to_dict() should return an empty dict for an empty list of fields.\n",
     "psf__requests-2317.traj.json": "method = builtin_str(method) problem\nIn requests/sessions.py is a command:",
+    "astropy__astropy-7336.traj.json": "units.quantity_input decorator fails for constructors with type hinted return "
+                                       "value -> None\n### Summary",
+    "scikit-learn__scikit-learn-12585.traj.json": "clone fails for parameters that are estimator types\n#### Description",
 }
 
 MINI_MUST_FIND = [
