@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .archive import Archive, ArchiveError, CompactionRecord, RecallHit
+from .files import write_atomic
 
 RECALL_TOOL_NAME = "recall"
 RECALL_NOTE = (f"Older messages were archived: call the `{RECALL_TOOL_NAME}` tool with words from a detail "
@@ -102,8 +103,6 @@ def _show_text(records: Sequence[CompactionRecord]) -> str:
 
 def _write(text: str, out: str | None) -> None:
     if out:
-        from .cli import write_atomic
-
         write_atomic(Path(out), text)
     else:
         sys.stdout.write(text)
