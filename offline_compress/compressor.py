@@ -25,6 +25,7 @@ from .cut import cut_index, head_end
 from .draft import Draft, DraftTaskState, draft_json_schema, worst_case_tokens
 from .errors import EmptyHistoryError
 from .extract.facts import Facts, extract_facts
+from .extract.task import extract_task
 from .ground import GroundingReport, SourceIndex
 from .merge import merge
 from .messages import Message, as_messages
@@ -210,7 +211,7 @@ class Compressor:
         target = [m for i, m in enumerate(parsed[head:cut], head) if i != at]
         if not target:
             raise EmptyHistoryError("nothing to compress: only the previous summary precedes the kept messages")
-        facts = extract_facts(target)
+        facts = extract_facts([*parsed[:head], *target], start=head)
         if self.backend is None:  # no model: no prompt
             return PreparedPrompt(messages_in=len(parsed), cut=cut, target=target, previous=previous, facts=facts,
                                   suffix="", head=head)
@@ -220,6 +221,7 @@ class Compressor:
             budget_tokens=self.prompt_budget,
             count_tokens=self.backend.count,
             previous_narrative=previous.recent_narrative if previous else "",
+            task=facts.task or extract_task(parsed[:head])[0],  # a task kept in the head still guides the model
         ) + closing(self.instruct)
         return PreparedPrompt(messages_in=len(parsed), cut=cut, target=target, previous=previous, facts=facts,
                               suffix=suffix, head=head)

@@ -76,10 +76,11 @@ def digest(
     budget_tokens: int,
     count_tokens: Callable[[str], int],
     previous_narrative: str = "",
+    task: str | None = None,
 ) -> str:
     """Task, steps and notes, trimmed to ``budget_tokens``: the oldest steps go first (the newest matter most
     for a narrative of the recent turns), then the task statement shrinks."""
-    task = redact(_one_line(facts.task, 900))
+    task = redact(_one_line(facts.task if task is None else task, 900))
     steps = step_lines(facts)
     notes = assistant_notes(messages)
 

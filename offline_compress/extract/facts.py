@@ -50,12 +50,15 @@ class Facts(BaseModel):
 def extract_facts(
     messages: Sequence[Message | Mapping[str, Any]],
     *,
+    start: int = 0,
     max_constraints: int = MAX_CONSTRAINTS,
     task_chars: int = DEFAULT_TASK_CHARS,
 ) -> Facts:
-    """All exact facts of a history. Pure and deterministic."""
+    """All exact facts of ``messages[start:]``. The messages before ``start`` (a head kept verbatim elsewhere:
+    the system prompt and the task) are read only as context — where the task was stated, which user turns
+    come after the first reply — and give no facts of their own. Pure and deterministic."""
     msgs = as_message_list(messages)
-    events = extract_tool_events(msgs)
+    events = [e for e in extract_tool_events(msgs) if e.call_index >= start]
     failed = [
         FailedCommand(approach=e.command if e.command.strip() not in ("", "{}") else f"{e.tool} {e.target}".strip(), reason_failed=e.error_line or "(no output)", call_index=e.call_index,
                       result_index=e.result_index, tool=e.tool, target=e.target)
@@ -64,11 +67,14 @@ def extract_facts(
     ]
     files_read = unique(p for e in events for p in e.files_read)
     changed = [(e.call_index, p) for e in events for p in e.files_changed]
-    for i, m in enumerate(msgs):  # aider reports its edits in console lines ("Applied edit to X")
+    for i, m in enumerate(msgs[start:], start):  # aider reports its edits in console lines ("Applied edit to X")
         if m.role != "system" and "Applied edit to" in m.text:
             changed += [(i, x.group(1)) for x in _AIDER_APPLIED.finditer(m.text)]
     changed.sort(key=lambda t: t[0])  # stable: chronological, events first within a message
     task, task_index = extract_task(msgs, max_chars=task_chars)
+    if task_index is not None and task_index < start:
+        task, task_index = "", None  # stated in the head, which the reader has verbatim
+    constraints = [c for c in extract_constraints(msgs, limit=10**6) if c.message_index >= start][:max_constraints]
     return Facts(
         task=task,
         task_index=task_index,
@@ -76,6 +82,6 @@ def extract_facts(
         failed_attempts=failed,
         files_read=files_read,
         files_changed=unique(p for _, p in changed),
-        constraint_candidates=extract_constraints(msgs, limit=max_constraints),
-        decisions=extract_decisions(msgs, events),
+        constraint_candidates=constraints,
+        decisions=[d for d in extract_decisions(msgs, events) if d.message_index >= start],
     )
