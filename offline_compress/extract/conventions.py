@@ -8,9 +8,12 @@ Two call conventions are understood:
     submission diff). SWE-agent text actions (a bare ``` block, answered by a user message ending in ``bash-$``)
     are read the same way.
 
-Such user messages are TOOL OUTPUT everywhere (``is_tool_output``, the one definition the cut and the extractor
-share): constraints never come from them, which is the main defence against prompt injection through command
-output.
+A user message that answers an assistant action is TOOL OUTPUT whatever its prefix (``Observation:``, ``Output:``,
+none at all): one that directly follows an assistant message with ``tool_calls`` or with a shell block. The one
+exception is a chat where a shell block is a rare suggestion (aider): a history with 3 or more assistant
+messages of which fewer than half act; there the user's reply to a suggestion stays the user's. ``is_tool_output`` is the one definition the
+cut and the extractor share: constraints never come from tool output, which is the main defence against
+prompt injection through command output.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ MINI_TIMEOUT = re.compile(r"\AThe last command <command>")
 MINI_FORMAT_ERROR = re.compile(r"\A\s*Please always provide EXACTLY ONE action")
 _SUBMIT_SENTINELS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 _SWE_AGENT_PROMPT = re.compile(r"\(Current directory: [^\n]*\)\s*\n\s*bash-\$\s*\Z")
+_SHELL_BLOCK = re.compile(r"```(?:bash|sh|shell|zsh|console|mswea_bash_command)[ \t]*\n", re.I)
+CHAT_MIN_REPLIES = 3  # fewer assistant messages than this are too few to call a history a chat
 
 
 def as_message_list(messages: Sequence[Message | Mapping[str, Any]]) -> list[Message]:
@@ -79,6 +84,12 @@ def is_tool_output(messages: Sequence[Message] | Sequence[Mapping[str, Any]], i:
     text = msg.text
     if text.lstrip().startswith("<returncode>"):
         return True
+    prev = messages[i - 1] if i > 0 else None
+    if prev is not None and prev.role == "assistant":
+        if prev.tool_calls:
+            return True  # the harness answered the call with a user message
+        if _SHELL_BLOCK.search(prev.text) and acts_through_shell_blocks(messages):
+            return True
     blocks, bare = _prev_assistant_commands(messages, i)
     if blocks:
         if MINI_TIMEOUT.match(text) or MINI_FORMAT_ERROR.match(text) or "<returncode>" in text[:200]:
@@ -88,6 +99,25 @@ def is_tool_output(messages: Sequence[Message] | Sequence[Mapping[str, Any]], i:
     if (blocks or bare is not None) and _SWE_AGENT_PROMPT.search(text):
         return True
     return False
+
+
+_ACTING: dict[tuple[int, int, int, int], bool] = {}  # a few recent histories, by identity and length
+
+
+def acts_through_shell_blocks(messages: Sequence[Message]) -> bool:
+    """The agent acts through shell blocks or tool calls: not a chat in which fewer than half of 3+ assistant
+    messages hold one (computed once per history and cached by its identity, since callers ask per message)."""
+    key = (id(messages), len(messages), id(messages[0]) if messages else 0, id(messages[-1]) if messages else 0)
+    cached = _ACTING.get(key)
+    if cached is not None:
+        return cached
+    replies = [m for m in messages if m.role == "assistant"]
+    acting = sum(1 for m in replies if m.tool_calls or _SHELL_BLOCK.search(m.text) is not None)
+    result = len(replies) < CHAT_MIN_REPLIES or 2 * acting >= len(replies)
+    if len(_ACTING) > 16:
+        _ACTING.clear()
+    _ACTING[key] = result
+    return result
 
 
 def first_user_index(messages: Sequence[Message]) -> int | None:
