@@ -25,6 +25,7 @@ from .cut import cut_index, head_end
 from .draft import Draft, DraftTaskState, draft_json_schema, worst_case_tokens
 from .errors import EmptyHistoryError
 from .extract.facts import Facts, extract_facts
+from .extract.conventions import is_tool_output
 from .extract.task import extract_task
 from .ground import GroundingReport, SourceIndex
 from .merge import merge
@@ -35,6 +36,7 @@ from .prompt import closing, digest, fixed_prefix
 DEFAULT_MODEL = "default"  # the embedded model (manifest default); ``model=None`` runs without a model
 DEFAULT_MAX_TOKENS = 2048
 DEFAULT_KEEP_LAST = 5
+DEFAULT_SUMMARY_TOKENS = 2048  # token budget of a summary when the caller names none (the hook: a share of its window)
 SUMMARY_PREFIX = "[CONTEXT_SUMMARY]\n"
 
 
@@ -140,7 +142,11 @@ class Compressor:
         fast: bool = True,
         verify_model: bool = True,
         backend: LlamaCppBackend | None = None,
+        summary_tokens: int | None = DEFAULT_SUMMARY_TOKENS,
     ) -> None:
+        if summary_tokens is not None and summary_tokens <= 0:
+            raise ValueError(f"summary_tokens must be positive or None, got {summary_tokens}")
+        self.summary_tokens = summary_tokens  # None: only the schema's list bounds
         self.schema = draft_json_schema()
         worst = worst_case_tokens(self.schema)
         if worst > max_tokens:
@@ -177,8 +183,10 @@ class Compressor:
         keep_last: int | None = None,
         previous: S.CompressedContext | None = None,
         keep_first: int | None = 0,
+        summary_tokens: int | None = None,
     ) -> S.CompressedContext:
-        return self.compress_detailed(messages, keep_last=keep_last, previous=previous, keep_first=keep_first).context
+        return self.compress_detailed(messages, keep_last=keep_last, previous=previous, keep_first=keep_first,
+                                      summary_tokens=summary_tokens).context
 
     __call__ = compress
 
@@ -211,7 +219,9 @@ class Compressor:
         target = [m for i, m in enumerate(parsed[head:cut], head) if i != at]
         if not target:
             raise EmptyHistoryError("nothing to compress: only the previous summary precedes the kept messages")
-        facts = extract_facts([*parsed[:head], *target], start=head)
+        later = [m.text + "\n" + "\n".join(c.function.arguments for c in (m.tool_calls or ()))
+                 for m in parsed[cut:] if m.role == "assistant"]
+        facts = extract_facts([*parsed[:head], *target], start=head, later=later)
         if self.backend is None:  # no model: no prompt
             return PreparedPrompt(messages_in=len(parsed), cut=cut, target=target, previous=previous, facts=facts,
                                   suffix="", head=head)
@@ -233,13 +243,16 @@ class Compressor:
         keep_last: int | None = None,
         previous: S.CompressedContext | None = None,
         keep_first: int | None = 0,
+        summary_tokens: int | None = None,
     ) -> CompressionResult:
+        """``summary_tokens``: the summary's token budget for this call (default: the compressor's)."""
         start = time.perf_counter()
+        budget = self.summary_tokens if summary_tokens is None else summary_tokens
         prepared = self.prepare(messages, keep_last=keep_last, previous=previous, keep_first=keep_first)
         stats = CompressionStats(messages_in=prepared.messages_in, messages_compressed=prepared.cut,
                                  head=prepared.head)
         if self.backend is None:
-            return self._finish(start, prepared, NO_DRAFT, stats)
+            return self._finish(start, prepared, NO_DRAFT, stats, budget)
         with self._lock:
             generate = self.backend.generate_json_fast if self.fast else self.backend.generate_json
             generation = generate(self.prefix, prepared.suffix, self.schema, self.max_tokens, self.repeat_penalty)
@@ -258,17 +271,28 @@ class Compressor:
         stats.generation_seconds = getattr(generation, "generation_seconds", generation.total_seconds - generation.prompt_seconds)
         stats.grammar_seconds = getattr(generation, "mask_seconds", 0.0)
         stats.forced_tokens = getattr(generation, "forced_tokens", 0)
-        return self._finish(start, prepared, draft, stats)
+        return self._finish(start, prepared, draft, stats, budget)
 
-    def _finish(self, start: float, prepared: PreparedPrompt, draft: Draft, stats: CompressionStats) -> CompressionResult:
-        """Ground the draft and merge it with the facts and the previous summary."""
+    def _finish(self, start: float, prepared: PreparedPrompt, draft: Draft, stats: CompressionStats,
+                budget: int | None) -> CompressionResult:
+        """Ground the draft and merge it with the facts, the work log and the previous summary."""
         target, previous, facts = prepared.target, prepared.previous, prepared.facts
-        sources = [m.text for m in target] + [c.function.arguments for m in target for c in (m.tool_calls or ())]
+        # Tool output may support what the model says, but never an instruction it gives (prompt injection).
+        output = [i for i in range(len(target)) if is_tool_output(target, i)]
+        outputs = set(output)
+        trusted = [m.text for i, m in enumerate(target) if i not in outputs]
+        trusted += [c.function.arguments for m in target for c in (m.tool_calls or ())]
         if previous is not None:
-            sources.append(previous.to_json())
-        index = SourceIndex(sources)
+            trusted.append(previous.to_json())
+        index = SourceIndex(trusted, untrusted=[target[i].text for i in output])
         report = GroundingReport()
-        context = merge(facts, draft, target, index, report, stats, previous)
+        count_text = None
+        if budget is not None:
+            from .tokens import get_counter
+
+            count_text = get_counter().count_text
+        context = merge(facts, draft, target, index, report, stats, previous, steps=facts.steps,
+                        budget_tokens=budget, count_text=count_text)
         # The final redaction pass over the finished summary (every string of it) belongs here, after the merge.
         stats.total_seconds = time.perf_counter() - start
         return CompressionResult(context=context, facts=facts, grounding=report, stats=stats)

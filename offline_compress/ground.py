@@ -40,30 +40,49 @@ def content_words(text: str) -> set[str]:
     return words
 
 
+# An item that tells the agent what to do (or not to): such words may come from the user, never from tool output.
+_INSTRUCTION = re.compile(
+    r"\b(?:must|never|always|do not|don't|should|shall|required?|important|ignore|instead|only|forbidden|"
+    r"not allowed|make sure|you (?:need|have) to)\b", re.I)
+
+
+def instruction_like(text: str) -> bool:
+    return _INSTRUCTION.search(text) is not None
+
+
+def _vocabulary(texts: Iterable[str]) -> set[str]:
+    words: set[str] = set()
+    for text in texts:
+        words |= content_words(text)
+        # Parts of paths and dotted names count too: "src/a.py" supports "a.py".
+        for raw in _TOKEN.findall(text):
+            for part in re.split(r"[./:]", raw):
+                if len(part) >= 4:
+                    words.add(part.lower())
+    return words
+
+
 class SourceIndex:
-    """Vocabulary of the source text, built once per compression."""
+    """Vocabulary of the source text, built once per compression. ``untrusted`` texts (tool output) support
+    a claim of fact, but a claim that reads as an instruction must be supported by the trusted texts alone."""
 
-    def __init__(self, texts: Iterable[str]) -> None:
-        self.words: set[str] = set()
-        for text in texts:
-            self.words |= content_words(text)
-            # Parts of paths and dotted names count too: "src/a.py" supports "a.py".
-            for raw in _TOKEN.findall(text):
-                for part in re.split(r"[./:]", raw):
-                    if len(part) >= 4:
-                        self.words.add(part.lower())
+    def __init__(self, texts: Iterable[str], untrusted: Iterable[str] = ()) -> None:
+        self.trusted_words = _vocabulary(texts)
+        self.words = self.trusted_words | _vocabulary(untrusted)
 
-    def support(self, claim: str) -> float:
+    def support(self, claim: str, *, trusted_only: bool = False) -> float:
         words = content_words(claim)
         if not words:
             return 0.0
-        return sum(1 for w in words if w in self.words) / len(words)
+        vocabulary = self.trusted_words if trusted_only else self.words
+        return sum(1 for w in words if w in vocabulary) / len(words)
 
     def grounded(self, claim: str, threshold: float = 1.0, min_words: int = 2) -> bool:
-        """Supported, concrete (``min_words`` content words or more) and not a loop of the small model."""
+        """Supported, concrete (``min_words`` content words or more) and not a loop of the small model; an
+        instruction only by the trusted (non-tool-output) texts."""
         if len(content_words(claim)) < min_words or repetitive(claim):
             return False
-        return self.support(claim) >= threshold
+        return self.support(claim, trusted_only=instruction_like(claim)) >= threshold
 
 
 def repetitive(text: str, n: int = 4) -> bool:

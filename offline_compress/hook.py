@@ -35,6 +35,10 @@ from .schema import CompressedContext
 from .trigger import CompressionDecision, TriggerConfig, evaluate_compression
 
 
+DEFAULT_SUMMARY_FRACTION = 0.15
+HEAD_NOTE = "The messages before this summary (the instructions and the task) are kept verbatim."
+
+
 class CompactionMetrics(BaseModel):
     """One firing of the trigger: what was done, why, how much it saved, how long it took."""
 
@@ -64,6 +68,8 @@ class CompactionHook:
     ``keep_first``: the head kept verbatim before the summary: ``None`` (default) keeps the leading
     system/developer messages and the first user message (the task); an int keeps that many first messages; 0
     summarises everything before the recent messages. ``keep_last``: recent messages kept verbatim after it.
+    ``summary_fraction``: the summary's token budget as a share of ``model_max_tokens`` (what does not fit is
+    dropped oldest first, counted in the metrics, and stays in the archive).
     The caller's list and dicts are never modified; kept messages are passed through unchanged."""
 
     def __init__(
@@ -78,7 +84,10 @@ class CompactionHook:
         trigger: TriggerConfig = TriggerConfig(),
         keep_last: int = DEFAULT_KEEP_LAST,
         keep_first: int | None = None,
+        summary_fraction: float = DEFAULT_SUMMARY_FRACTION,
     ) -> None:
+        if not 0 < summary_fraction <= 1:
+            raise ValueError(f"summary_fraction must be in (0, 1], got {summary_fraction}")
         if model_max_tokens <= 0:
             raise ValueError(f"model_max_tokens must be positive, got {model_max_tokens}")
         if keep_first is not None and keep_first < 0:
@@ -98,6 +107,7 @@ class CompactionHook:
         self.trigger = trigger
         self.keep_last = keep_last
         self.keep_first = keep_first
+        self.summary_tokens = max(256, int(summary_fraction * model_max_tokens))
         self.turns_since_last_compression = 0
         self.metrics: list[CompactionMetrics] = []
         self.last_decision: CompressionDecision | None = None
@@ -176,8 +186,9 @@ class CompactionHook:
                               f"the {len(region)} messages to compress hold {region_tokens} tokens, no more than an "
                               "empty summary", start)
         result = self.compressor.compress_detailed(parsed, keep_last=self.keep_last, previous=self.summary,
-                                                   keep_first=head)
-        new_history = [*originals[:head], summary_message(result.context, self.recall_note), *originals[cut:]]
+                                                   keep_first=head, summary_tokens=self.summary_tokens)
+        note = "\n".join(x for x in (HEAD_NOTE if head else "", self.recall_note) if x)
+        new_history = [*originals[:head], summary_message(result.context, note), *originals[cut:]]
         tokens_after = self.counter.count(as_messages(new_history))
         if tokens_after >= tokens_before:
             return self._keep(originals, parsed, reason, tokens_before,

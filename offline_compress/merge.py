@@ -1,15 +1,23 @@
-"""Merge: the summary document assembled from the exact facts, the grounded part of the model's draft, and the
-previous summary (a later compaction adds to it, it does not forget). Every list is bounded, and what a bound
-drops is counted (``clipped_items``), never dropped silently."""
+"""Merge: the summary document assembled from the exact facts, the work log, the grounded part of the model's
+draft, and the previous summary (a later compaction adds to it).
+
+What is kept when there is too much: previous constraints are never dropped (new ones follow them up to the
+schema's bound). Everything else is bounded by the schema's list lengths and, when the caller gives one, by a
+token budget (``fit``): the oldest items of the least useful lists go first — tool-call entries, then decisions,
+then work-log steps (first thinned to their command, then dropped), then failed attempts, then completed
+items — and the newest stay. Every item a bound drops is counted (``clipped_items``); all of them stay in the
+archive of replaced messages."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from . import schema as S
 from .draft import NARRATIVE_MAX_CHARS, Draft
 from .extract.facts import Facts
+from .extract.steps import WorkStep
 from .ground import GroundingReport, SourceIndex, grounded_sentences, keep_grounded
 from .messages import Message
 from .redact import redact
@@ -63,6 +71,16 @@ def _bounded(items: list[Any], limit: int, stats: ClipCounter, *, keep: str = "n
     return items
 
 
+def _step(step: WorkStep) -> S.Step:
+    """A work-log entry, redacted before it is cut (a secret cut at a boundary would escape redaction)."""
+    return S.Step(
+        said=_clip(redact(" ".join(step.said.split())), S.MAX_SAID_CHARS),
+        ran=_clip(redact(step.ran), S.MAX_RAN_CHARS),
+        saw=[_clip(redact(line), S.MAX_SAW_CHARS) for line in step.saw][: S.MAX_SAW_LINES],
+        outcome=step.outcome or "partial",
+    )
+
+
 def merge(
     facts: Facts,
     draft: Draft,
@@ -71,12 +89,16 @@ def merge(
     report: GroundingReport,
     stats: ClipCounter,
     previous: S.CompressedContext | None = None,
+    *,
+    steps: Sequence[WorkStep] = (),
+    budget_tokens: int | None = None,
+    count_text: Callable[[str], int] | None = None,
 ) -> S.CompressedContext:
     """Assemble the document: exact facts as they are, model items only where grounded, the previous
-    summary's items first (a later compaction adds, it does not forget)."""
+    summary's items first (a later compaction adds, it does not forget), then fit it to ``budget_tokens``."""
     prev = previous or S.CompressedContext()
-    constraints = _unique(list(prev.user_constraints) + [redact(c.text) for c in facts.constraint_candidates])
-    constraints = [c for c in constraints if len(c) <= S.MAX_CONSTRAINT_CHARS]
+    new = [c for c in (redact(c.text) for c in facts.constraint_candidates) if len(c) <= S.MAX_CONSTRAINT_CHARS]
+    constraints = _unique(list(prev.user_constraints) + new)  # previous first: a bound keeps them
 
     decisions = list(prev.decisions) + [
         S.Decision(decision=_clip(redact(d.decision), S.MAX_ITEM_CHARS), rationale=_clip(redact(d.rationale), S.MAX_ITEM_CHARS))
@@ -95,23 +117,24 @@ def merge(
     ]
     calls = list(prev.tool_calls_summary) + [
         S.ToolCallSummary(
-            tool=_clip(e.tool, S.MAX_TOOL_CHARS),
+            tool=_clip(redact(e.tool), S.MAX_TOOL_CHARS),
             target=_clip(redact(" ".join(e.target.split())), S.MAX_TARGET_CHARS),
             outcome=e.outcome or "partial",  # a call never answered (e.g. the final submit) did not complete
         )
         for e in facts.tool_events
     ]
     state = draft.task_state
-    completed = list(prev.task_state.completed) + [_clip(f"changed {path}", S.MAX_ITEM_CHARS) for path in facts.files_changed]
+    completed = list(prev.task_state.completed) + [_clip(f"changed {redact(path)}", S.MAX_ITEM_CHARS) for path in facts.files_changed]
     completed += [redact(x) for x in keep_grounded(state.completed, index, report)]
     task = [_clip("Task: " + redact(" ".join(facts.task.split())), S.MAX_ITEM_CHARS)] if facts.task.strip() else []
     remaining = list(prev.task_state.remaining) + task + [redact(x) for x in keep_grounded(state.remaining, index, report)]
     blockers = list(prev.task_state.blockers) + [redact(x) for x in keep_grounded(state.blockers, index, report)]
+    work_log = list(prev.work_log) + [_step(s) for s in steps]
 
     narrative = redact(grounded_sentences(draft.recent_narrative, index, report, NARRATIVE_MAX_CHARS))
     tail = bridge_lines(compressed)
     full_narrative = "\n".join(part for part in (narrative, tail) if part)
-    return S.CompressedContext(
+    doc = S.CompressedContext(
         user_constraints=_bounded(constraints, S.MAX_CONSTRAINTS, stats, keep="first"),
         decisions=_bounded(_latest(decisions), S.MAX_DECISIONS, stats),
         failed_attempts=_bounded(_latest(failed), S.MAX_FAILED, stats),
@@ -122,4 +145,59 @@ def merge(
             remaining=_bounded(_unique(remaining), S.MAX_STATE_ITEMS, stats, keep="first"),
             blockers=_bounded(_latest(blockers), S.MAX_STATE_ITEMS, stats),
         ),
+        work_log=_bounded(_latest(work_log, key=lambda s: (s.said, s.ran, tuple(s.saw))), S.MAX_STEPS, stats),
     )
+    if budget_tokens is None:
+        return doc
+    if count_text is None:
+        from .tokens import get_counter
+
+        count_text = get_counter().count_text
+    return fit(doc, budget_tokens, count_text, stats)
+
+
+def _thin(step: S.Step) -> S.Step:
+    """A step reduced to the first line of what it ran."""
+    first = step.ran.split("\n", 1)[0]
+    return S.Step(ran=_clip(first, 160), outcome=step.outcome)
+
+
+def fit(doc: S.CompressedContext, budget_tokens: int, count_text: Callable[[str], int], stats: ClipCounter) -> S.CompressedContext:
+    """Drop (count) the oldest items of the least useful lists until the document fits ``budget_tokens`` (see the
+    module docstring for the order). Constraints and the remaining task are never dropped, so a document can stay
+    above the budget; the caller measures it."""
+
+    def cost(item: Any) -> int:
+        return count_text(item.model_dump_json() if hasattr(item, "model_dump_json") else json.dumps(item)) + 1
+
+    lists: dict[str, list[Any]] = {
+        "tool_calls_summary": list(doc.tool_calls_summary), "decisions": list(doc.decisions),
+        "work_log": list(doc.work_log), "failed_attempts": list(doc.failed_attempts),
+        "completed": list(doc.task_state.completed),
+    }
+    costs = {name: [cost(x) for x in items] for name, items in lists.items()}
+    total = count_text(doc.to_json())
+    if total <= budget_tokens:
+        return doc
+    thinned = 0  # work-log steps already thinned, oldest first
+    for name in ("tool_calls_summary", "decisions", "work_log", "failed_attempts", "completed"):
+        items, item_costs = lists[name], costs[name]
+        while total > budget_tokens and items:
+            if name == "work_log" and thinned < len(items):
+                slim = _thin(items[thinned])
+                saved = item_costs[thinned] - cost(slim)
+                items[thinned], item_costs[thinned] = slim, item_costs[thinned] - saved
+                total -= saved
+                thinned += 1
+                continue
+            total -= item_costs.pop(0)
+            items.pop(0)
+            thinned = max(0, thinned - 1)
+            stats.clipped_items += 1
+        if total <= budget_tokens:
+            break
+    return doc.model_copy(update={
+        "tool_calls_summary": lists["tool_calls_summary"], "decisions": lists["decisions"],
+        "work_log": lists["work_log"], "failed_attempts": lists["failed_attempts"],
+        "task_state": doc.task_state.model_copy(update={"completed": lists["completed"]}),
+    })

@@ -22,6 +22,11 @@ MAX_ITEM_CHARS = 300
 MAX_TOOL_CHARS = 48
 MAX_TARGET_CHARS = 200
 MAX_NARRATIVE_CHARS = 2400
+MAX_STEPS = 150
+MAX_SAID_CHARS = 600
+MAX_RAN_CHARS = 1200
+MAX_SAW_LINES = 9
+MAX_SAW_CHARS = 240
 
 Item = Annotated[str, Field(max_length=MAX_ITEM_CHARS)]
 
@@ -52,6 +57,15 @@ class TaskState(_Strict):
     blockers: Annotated[list[Item], Field(max_length=MAX_STATE_ITEMS)] = []
 
 
+class Step(_Strict):
+    """One call of the work log, verbatim: what the agent said about it, what it ran, what it saw."""
+
+    said: Annotated[str, Field(max_length=MAX_SAID_CHARS)] = ""
+    ran: Annotated[str, Field(max_length=MAX_RAN_CHARS)]
+    saw: Annotated[list[Annotated[str, Field(max_length=MAX_SAW_CHARS)]], Field(max_length=MAX_SAW_LINES)] = []
+    outcome: Literal["success", "error", "partial"]
+
+
 class CompressedContext(_Strict):
     """Structured summary of the compressed part of a history."""
 
@@ -63,6 +77,9 @@ class CompressedContext(_Strict):
     tool_calls_summary: Annotated[list[ToolCallSummary], Field(max_length=MAX_TOOL_CALLS)] = []
     recent_narrative: Annotated[str, Field(max_length=MAX_NARRATIVE_CHARS)] = ""
     task_state: TaskState = TaskState()
+    # Added after the seed's six fields (which stay as they were): the verbatim work log, oldest step first.
+    work_log: Annotated[list[Step], Field(max_length=MAX_STEPS)] = Field(
+        default=[], description="What the agent said, ran and saw at each step, verbatim, oldest first.")
 
     def to_json(self) -> str:
         """Canonical bytes: fixed key order, no extra whitespace, UTF-8 kept. Same document, same string."""

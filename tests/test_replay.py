@@ -113,7 +113,9 @@ def test_hook_replay_forces_the_same_points_for_another_compressor(tmp_path):
     from offline_compress.compressor import Compressor
     from offline_compress.tokens import get_counter
 
-    m = _history()
+    padding = "\n".join(f"src/http/other_{k}.py: unrelated line {k}" for k in range(60))
+    m = as_messages([x.model_copy(update={"content": x.text.replace("</output>", padding + "\n</output>")})
+                     if P.is_tool_output(_history(), i) else x for i, x in enumerate(_history())])
     runs = HookReplay(Compressor(None), 10**6, get_counter(), keep_last=2).run(m, steps=[9, 13])
     assert sorted(runs) == [9, 13]
     second = runs[13].messages

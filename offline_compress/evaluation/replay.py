@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, OfflineCompressError
+from ..hook import DEFAULT_SUMMARY_FRACTION
 from ..messages import Message, as_messages
 from . import probes as P
 from .strategies import STRATEGIES, Context, HookReplay, full, mask, truncate
@@ -107,6 +108,7 @@ class Replayer:
         seed: Any = None,
         seed_only_cached: bool = False,
         counter: Any = None,
+        hook_options: dict[str, Any] | None = None,
     ) -> None:
         from ..compressor import Compressor
         from ..tokens import get_counter
@@ -124,6 +126,7 @@ class Replayer:
         self._ours = ours
         self.seed = seed
         self.seed_only_cached = seed_only_cached
+        self.hook_options = dict(hook_options or {})
 
     @property
     def ours(self) -> Any:
@@ -138,7 +141,8 @@ class Replayer:
 
     def replay(self, messages: list[Message], window: int) -> list[dict[str, Any]]:
         """Score every strategy at every compaction point of one trajectory at one window."""
-        driver = HookReplay(self.compressor_for(self.points_from), window, self.counter, self.keep_last)
+        driver = HookReplay(self.compressor_for(self.points_from), window, self.counter, self.keep_last,
+                            **self.hook_options)
         driven = driver.run(messages)
         steps = sorted(driven)
         if not steps:
@@ -146,8 +150,8 @@ class Replayer:
         hooked: dict[str, dict[int, Context]] = {self.points_from: driven}
         for name in ("extract", "ours"):
             if name in self.strategies and name not in hooked:
-                hooked[name] = HookReplay(self.compressor_for(name), window, self.counter, self.keep_last).run(
-                    messages, steps)
+                hooked[name] = HookReplay(self.compressor_for(name), window, self.counter, self.keep_last,
+                                          **self.hook_options).run(messages, steps)
         acts = P.actions(messages)
         rows = []
         for k, step in enumerate(steps):
@@ -422,7 +426,8 @@ def cmd_ab_replay(args: argparse.Namespace) -> int:
         ours = Compressor(args.model or DEFAULT_MODEL, keep_last=args.keep_last, n_threads=args.threads)
     replayer = Replayer(args.strategies, windows=args.context, keep_last=args.keep_last, points_from=args.points_from,
                         phrases=load_phrases(args.must_keep), ours=ours, seed=seed,
-                        seed_only_cached=args.seed_only_cached)
+                        seed_only_cached=args.seed_only_cached,
+                        hook_options={"summary_fraction": args.summary_fraction})
     report = run_replay(args.paths, split=args.split, limit=args.limit, replayer=replayer)
     for t in report["trajectories"]:
         if "error" in t:
@@ -455,6 +460,9 @@ def add_ab_replay_parser(sub: Any) -> argparse.ArgumentParser:
                    help="a fixed half of the trajectories by name hash (default all)")
     p.add_argument("--limit", type=int, help="at most this many trajectories")
     p.add_argument("--keep-last", type=int, default=P.KEEP_LAST)
+    p.add_argument("--summary-fraction", type=float, default=DEFAULT_SUMMARY_FRACTION,
+                   help=f"the hook's summary budget as a share of the window (default {DEFAULT_SUMMARY_FRACTION}, "
+                        "the hook's own default)")
     p.add_argument("--model", help="compressor model (manifest name or .gguf; default the embedded Gemma)")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--must-keep", default=str(DEFAULT_MUST_KEEP), help="curated must-keep phrases (constraints)")

@@ -70,11 +70,13 @@ class HookReplay:
     a compaction at exactly those steps (``CompactionHook.compact``), so several strategies can be compared at
     the same points."""
 
-    def __init__(self, compressor: Any, window: int, counter: Any, keep_last: int = KEEP_LAST) -> None:
+    def __init__(self, compressor: Any, window: int, counter: Any, keep_last: int = KEEP_LAST,
+                 **hook_options: Any) -> None:
         self.compressor = compressor
         self.window = window
         self.counter = counter
         self.keep_last = keep_last
+        self.hook_options = hook_options
 
     def run(self, messages: Sequence[Message], steps: Sequence[int] | None = None) -> dict[int, Context]:
         from ..hook import CompactionHook
@@ -82,8 +84,8 @@ class HookReplay:
         forced = None if steps is None else set(steps)
         out: dict[int, Context] = {}
         with tempfile.TemporaryDirectory(prefix="ab-replay-") as tmp:
-            hook = CompactionHook(self.window, archive_path=Path(tmp) / "archive.jsonl", compressor=self.compressor,
-                                  counter=self.counter, keep_last=self.keep_last)
+            hook = CompactionHook(self.window, archive_path=Path(tmp) / "archive.sqlite3", compressor=self.compressor,
+                                  counter=self.counter, keep_last=self.keep_last, **self.hook_options)
             live: list[Any] = []
             last = 0
             for i, m in enumerate(messages):

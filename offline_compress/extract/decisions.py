@@ -43,9 +43,7 @@ def extract_decisions(messages: Sequence[Message], events: Sequence[ToolEvent]) 
         if not event.files_changed or i in seen:
             continue
         seen.add(i)
-        text = _FENCED.sub("\n", messages[i].text)  # a sentence never spans a code block: spans stay verbatim
-        sentences = [x.strip() for line in text.splitlines() for x in _SENTENCE_SPLIT.split(line)
-                     if len(x.split()) >= 4]
+        sentences = [x for x in prose_sentences(messages[i].text) if len(x.split()) >= 4]
         plans = [x for x in sentences if _DECIDE.search(x) and len(x) <= 300]
         reasons = [x for x in sentences if _BECAUSE.search(x) and len(x) <= 300]
         if plans:
@@ -54,3 +52,9 @@ def extract_decisions(messages: Sequence[Message], events: Sequence[ToolEvent]) 
 
 
 _FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
+
+
+def prose_sentences(text: str) -> list[str]:
+    """The sentences of a message outside its code blocks, verbatim (a sentence never spans a line or a block)."""
+    prose = _FENCED.sub("\n", text)
+    return [x.strip() for line in prose.splitlines() for x in _SENTENCE_SPLIT.split(line) if x.strip()]

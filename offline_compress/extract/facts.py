@@ -14,6 +14,7 @@ from .constraints import MAX_CONSTRAINTS, Constraint, extract_constraints
 from .conventions import as_message_list
 from .decisions import ExtractedDecision, extract_decisions
 from .events import ToolEvent, extract_tool_events, unique
+from .steps import WorkStep, extract_steps
 from .task import DEFAULT_TASK_CHARS, extract_task
 
 _AIDER_APPLIED = re.compile(r"^(?:>\s*)?Applied edit to (\S[^\n]*?)\s*$", re.M)
@@ -45,18 +46,22 @@ class Facts(BaseModel):
     files_changed: list[str] = []
     constraint_candidates: list[Constraint] = []
     decisions: list[ExtractedDecision] = []
+    steps: list[WorkStep] = []  # the work log: what the agent said, ran and saw at each call
 
 
 def extract_facts(
     messages: Sequence[Message | Mapping[str, Any]],
     *,
     start: int = 0,
+    later: Sequence[str] = (),
     max_constraints: int = MAX_CONSTRAINTS,
     task_chars: int = DEFAULT_TASK_CHARS,
 ) -> Facts:
     """All exact facts of ``messages[start:]``. The messages before ``start`` (a head kept verbatim elsewhere:
     the system prompt and the task) are read only as context — where the task was stated, which user turns
-    come after the first reply — and give no facts of their own. Pure and deterministic."""
+    come after the first reply — and give no facts of their own. ``later``: texts of the messages that follow
+    (kept verbatim after the summary): what the agent refers to there counts as learnt for the work log. Pure
+    and deterministic."""
     msgs = as_message_list(messages)
     events = [e for e in extract_tool_events(msgs) if e.call_index >= start]
     failed = [
@@ -84,4 +89,5 @@ def extract_facts(
         files_changed=unique(p for _, p in changed),
         constraint_candidates=constraints,
         decisions=[d for d in extract_decisions(msgs, events) if d.message_index >= start],
+        steps=extract_steps(msgs, events, later=later),
     )
