@@ -498,7 +498,7 @@ def test_end_to_end_against_llama_cpp_server(llama_server: str, tmp_path: Path) 
     out = tmp_path / "ab.json"
     done = subprocess.run(
         [sys.executable, "-m", "offline_compress.cli", "ab", str(TASKS_FILE), "--model-url", llama_server,
-         "--only", "slugify-dashes", "--max-steps", "6", "--max-reply-tokens", "96", "--context", "2048",
+         "--only", "slugify-dashes", "--max-steps", "6", "--max-reply-tokens", "48", "--context", "1024",
          "--no-model", "--json", str(out)],
         capture_output=True, text=True, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}, timeout=600,
     )

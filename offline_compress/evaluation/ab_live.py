@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -215,15 +216,14 @@ def run_mini_swe_agent(task: Task, workdir: Path, settings: AgentSettings, *, ho
     """One run of mini-swe-agent (``CompactingAgent``) with its own bundled templates: text-based replies
     unless ``protocol`` is ``tools``. mini-swe-agent's own limits stop it: ``step_limit`` = max steps,
     ``wall_time_limit_seconds`` = the task's limit."""
-    import os
-
     # mini-swe-agent retries a failed query up to 10 times with waits of up to a minute; one retry is enough
     # here (a refused endpoint becomes an error row in seconds). A value the user set wins.
     os.environ.setdefault("MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT", "2")
+    # The adapter first: it silences mini-swe-agent's import banner, which would land in the table on stdout.
+    from ..integrations.mini_swe_agent import CompactingAgent, builtin_config, local_model
+
     from minisweagent.environments.local import LocalEnvironment
     from minisweagent.exceptions import FormatError
-
-    from ..integrations.mini_swe_agent import CompactingAgent, builtin_config, local_model
 
     textbased = settings.protocol != "tools"
     config = builtin_config("mini_textbased" if textbased else "mini")
@@ -233,6 +233,11 @@ def run_mini_swe_agent(task: Task, workdir: Path, settings: AgentSettings, *, ho
         "api_key": settings.api_key,
     }
     model = local_model(settings.model_url, settings.model, textbased=textbased, **model_config)
+    import litellm
+
+    # litellm prints its provider list to stdout whenever its cost look-up fails, as it does for every
+    # local model; the table goes to stdout.
+    litellm.suppress_debug_info = True
     env = LocalEnvironment(**(config.get("environment") or {}) | {"cwd": str(workdir), "timeout": int(settings.command_timeout_s)})
     tally = TokenTally(counter)
 
@@ -353,7 +358,7 @@ def format_table(report: ABReport) -> str:
     head = ("task", "arm", "done", "contra", "in_tok", "out_tok", "time_s", "compact", "steps", "error")
     rows = [head]
     for r in report.runs:
-        rows.append((r.task_id, r.arm, "yes" if r.completed else "no", "n/a" if r.contradictions is None else str(r.contradictions),
+        rows.append((r.task_id, r.arm, "yes" if r.completed else "no", _or_na(r.contradictions),
                      str(r.total_input_tokens), str(r.total_output_tokens), f"{r.duration_ms / 1000:.1f}",
                      str(r.compactions), str(r.steps), (r.error or "")[:70]))
     widths = [max(len(row[i]) for row in rows) for i in range(len(head) - 1)]
@@ -362,9 +367,7 @@ def format_table(report: ABReport) -> str:
     h, n = s.hook, s.no_hook
     diff = "n/a" if s.completion_difference is None else f"{s.completion_difference * 100:+.1f} points"
     saved = "n/a" if s.input_tokens_saved_fraction is None else f"{s.input_tokens_saved_fraction:.1%}"
-    contra = ("n/a" if h.contradictions is None and n.contradictions is None
-              else f"hook {h.contradictions if h.contradictions is not None else 'n/a'}, "
-                   f"no_hook {n.contradictions if n.contradictions is not None else 'n/a'}")
+    contra = f"hook {_or_na(h.contradictions)}, no_hook {_or_na(n.contradictions)}"
     lines += [
         "",
         f"pairs: {s.pairs} ({s.pairs_without_error} without an error in either arm)",
@@ -380,6 +383,10 @@ def format_table(report: ABReport) -> str:
     return "\n".join(lines)
 
 
+def _or_na(value: int | None) -> str:
+    return "n/a" if value is None else str(value)
+
+
 def _seconds(ms: float | None) -> str:
     return "n/a" if ms is None else f"{ms / 1000:.1f} s"
 
@@ -387,8 +394,6 @@ def _seconds(ms: float | None) -> str:
 def cmd_ab(args: argparse.Namespace) -> int:
     from ..cli import _progress, write_atomic
 
-    if args.max_steps < 1:
-        raise ValueError("--max-steps must be at least 1")
     config = ABConfig(
         tasks_path=args.tasks, model_url=args.model_url, model=args.model, agent=args.agent, max_steps=args.max_steps,
         context=args.context, protocol=args.protocol, max_reply_tokens=args.max_reply_tokens,
@@ -408,6 +413,19 @@ def cmd_ab(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive(kind: type) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return value
+
+    return parse
+
+
 def add_ab_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``ab`` on the CLI's subparsers (``func`` is set)."""
     p = subparsers.add_parser("ab", help="live A/B: run each task with and without the compaction hook against a model endpoint")
@@ -415,14 +433,14 @@ def add_ab_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--model-url", required=True, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--model", help="model name sent to the endpoint (default: the first one it lists)")
     p.add_argument("--agent", choices=["builtin", "mini-swe-agent"], default="builtin", help="the agent loop (default builtin)")
-    p.add_argument("--max-steps", type=int, default=100, help="model calls per run before it is stopped (default 100)")
+    p.add_argument("--max-steps", type=_positive(int), default=100, help="model calls per run before it is stopped (default 100)")
     p.add_argument("--context", type=int, default=DEFAULT_CONTEXT,
                    help=f"context window the hook keeps the history inside, in tokens (default {DEFAULT_CONTEXT}, small so short runs compact)")
     p.add_argument("--protocol", choices=["auto", "tools", "text"], default="auto",
                    help="how the agent reads commands: tool calls, a ```bash block, or tools with the block as fallback (default auto)")
-    p.add_argument("--max-reply-tokens", type=int, default=1024, help="max_tokens of each model reply (default 1024)")
-    p.add_argument("--request-timeout", type=float, default=300, help="seconds to wait for one model reply (default 300)")
-    p.add_argument("--command-timeout", type=float, default=60, help="seconds one agent command may run (default 60)")
+    p.add_argument("--max-reply-tokens", type=_positive(int), default=1024, help="max_tokens of each model reply (default 1024)")
+    p.add_argument("--request-timeout", type=_positive(float), default=300, help="seconds to wait for one model reply (default 300)")
+    p.add_argument("--command-timeout", type=_positive(float), default=60, help="seconds one agent command may run (default 60)")
     p.add_argument("--no-model", action="store_true", help="the hook compresses extractively (no compressor model loaded)")
     p.add_argument("--tokenizer", help="tokenizer of the target model for the hook's trigger (default: the embedded Gemma)")
     p.add_argument("--only", help="comma-separated task ids to run (default: all)")

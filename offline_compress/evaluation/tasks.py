@@ -139,7 +139,8 @@ def _git(args: list[str], cwd: Path) -> str:
     except subprocess.TimeoutExpired:
         raise TaskSetupError(f"git {args[0]} timed out in {cwd}") from None
     if done.returncode != 0:
-        raise TaskSetupError(f"git {args[0]} failed in {cwd}: {done.stderr.strip().splitlines()[-1:] or done.returncode}")
+        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        raise TaskSetupError(f"git {args[0]} failed in {cwd}: {last}")
     return done.stdout.strip()
 
 
