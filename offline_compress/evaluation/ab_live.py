@@ -26,7 +26,16 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ..errors import InputError
-from .agent_loop import AgentRun, AgentSettings, ChatClient, ModelEndpointError, Protocol, TokenTally, run_agent
+from .agent_loop import (
+    AgentRun,
+    AgentSettings,
+    ChatClient,
+    ModelEndpointError,
+    Protocol,
+    TokenTally,
+    hook_counts,
+    run_agent,
+)
 from .stats import discordant, mcnemar_exact, median
 from .tasks import Task, TaskEntry, TaskSetupError, read_task_entries, run_check, setup_repo
 
@@ -65,6 +74,7 @@ class RunRecord(BaseModel):
     compactions: int
     steps: int
     error: str | None
+    trigger_firings: int = 0
     stop_reason: str | None = None
     check_returncode: int | None = None
     workdir: str | None = None
@@ -80,6 +90,7 @@ class ArmSummary(BaseModel):
     duration_ms: int
     median_duration_ms: float | None
     compactions: int
+    trigger_firings: int
     contradictions: int | None
 
 
@@ -191,6 +202,7 @@ class _Harness:
                 task_id=task.id, arm=arm, completed=check.passed, contradictions=contradictions,
                 total_input_tokens=result.input_tokens, total_output_tokens=result.output_tokens,
                 token_source=result.token_source, duration_ms=duration_ms, compactions=result.compactions,
+                trigger_firings=result.trigger_firings,
                 steps=result.steps, error=result.error, stop_reason=result.stop_reason,
                 check_returncode=check.returncode, workdir=str(run_dir) if self.config.keep_workdirs else None,
                 notes=notes,
@@ -207,7 +219,8 @@ def _error_row(task_id: str, arm: Arm, error: str, *, result: AgentRun | None = 
         task_id=task_id, arm=arm, completed=False, contradictions=None,
         total_input_tokens=result.input_tokens if result else 0, total_output_tokens=result.output_tokens if result else 0,
         token_source=result.token_source if result else "none", duration_ms=duration_ms,
-        compactions=result.compactions if result else 0, steps=result.steps if result else 0, error=error,
+        compactions=result.compactions if result else 0, trigger_firings=result.trigger_firings if result else 0,
+        steps=result.steps if result else 0, error=error,
         stop_reason=result.stop_reason if result else None,
     )
 
@@ -274,7 +287,7 @@ def run_mini_swe_agent(task: Task, workdir: Path, settings: AgentSettings, *, ho
     return AgentRun(
         history=list(agent.trajectory), steps=agent.n_calls, submitted=stop == "submitted", stop_reason=stop,
         error=error, input_tokens=tally.input_tokens, output_tokens=tally.output_tokens, token_source=tally.source(),
-        compactions=len(hook.metrics) if hook is not None else 0, protocol_used="text" if textbased else "tools",
+        **hook_counts(hook), protocol_used="text" if textbased else "tools",
     )
 
 
@@ -289,7 +302,8 @@ def _arm_summary(rows: list[RunRecord]) -> ArmSummary:
         runs=len(rows), completed=sum(r.completed for r in rows), errors=sum(r.error is not None for r in rows),
         input_tokens=sum(r.total_input_tokens for r in rows), output_tokens=sum(r.total_output_tokens for r in rows),
         duration_ms=sum(r.duration_ms for r in rows), median_duration_ms=median([r.duration_ms for r in rows]),
-        compactions=sum(r.compactions for r in rows), contradictions=sum(counted) if counted else None,
+        compactions=sum(r.compactions for r in rows), trigger_firings=sum(r.trigger_firings for r in rows),
+        contradictions=sum(counted) if counted else None,
     )
 
 
@@ -377,7 +391,7 @@ def format_table(report: ABReport) -> str:
         f"output tokens: hook {h.output_tokens:,} vs no_hook {n.output_tokens:,} (source: {', '.join(s.token_sources)})",
         f"time: hook {h.duration_ms / 1000:.1f} s vs no_hook {n.duration_ms / 1000:.1f} s in all "
         f"(median per run {_seconds(h.median_duration_ms)} vs {_seconds(n.median_duration_ms)})",
-        f"compactions (hook arm): {h.compactions}; errors: hook {h.errors}, no_hook {n.errors}; contradictions: {contra}",
+        f"compactions (hook arm): {h.compactions} (the trigger fired {h.trigger_firings} times); errors: hook {h.errors}, no_hook {n.errors}; contradictions: {contra}",
         f"contradiction counter: {s.contradiction_counter}",
     ]
     return "\n".join(lines)

@@ -115,6 +115,7 @@ class AgentRun(BaseModel):
     output_tokens: int
     token_source: Literal["endpoint", "counted", "mixed", "none"]
     compactions: int
+    trigger_firings: int = 0
     protocol_used: Literal["tools", "text", "mixed", "none"]
 
 
@@ -356,9 +357,17 @@ def run_agent(
     return AgentRun(
         history=history, steps=steps, submitted=stop == "submitted", stop_reason=stop, error=error,
         input_tokens=tally.input_tokens, output_tokens=tally.output_tokens, token_source=tally.source(),
-        compactions=len(getattr(hook, "metrics", [])) if hook is not None else 0,
+        **hook_counts(hook),
         protocol_used="mixed" if len(used) > 1 else (used.pop() if used else "none"),
     )
+
+
+def hook_counts(hook: Any) -> dict[str, int]:
+    """``compactions``: firings that replaced the history; ``trigger_firings``: all firings, including those
+    where the hook kept the history (nothing to compress, or the result would not have been smaller)."""
+    metrics = list(getattr(hook, "metrics", None) or [])
+    compacted = sum(1 for m in metrics if getattr(m, "outcome", "compacted") == "compacted")
+    return {"compactions": compacted, "trigger_firings": len(metrics)}
 
 
 class TokenTally:
