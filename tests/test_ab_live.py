@@ -285,6 +285,30 @@ def test_the_hook_arm_compacts_and_sends_fewer_tokens() -> None:
     assert "saved" in format_table(report)
 
 
+def test_late_system_messages_can_be_sent_as_user_messages() -> None:
+    """--late-system user: after a compaction the summary reaches the server as a user message, and the only
+    system message it is sent is the first."""
+    with ScriptedEndpoint(lambda i, _: bash_block("cat src/textkit/slug.py tests/test_slug.py")) as endpoint:
+        report = run_ab(config(endpoint.url, only=["slugify-dashes"], context=1024, max_steps=8, late_system="user"))
+    hook = by_arm(report.runs)["hook"]
+    assert hook.compactions >= 1
+    assert not any(carries_summary(r) for r in endpoint.requests)
+    assert all(m["role"] != "system" for r in endpoint.requests for m in r["messages"][1:])
+    assert any(m["role"] == "user" and m["content"].startswith("[CONTEXT_SUMMARY]") for r in endpoint.requests for m in r["messages"])
+    assert hook.total_input_tokens < by_arm(report.runs)["no_hook"].total_input_tokens
+
+
+def test_a_firing_that_keeps_the_history_is_not_a_compaction() -> None:
+    """A 300-token window: the system prompt and the task alone pass the threshold, so the trigger fires at the
+    first step, but there is nothing between the kept head and the recent messages to compress."""
+    with ScriptedEndpoint(lambda i, _: bash_block("submit")) as endpoint:
+        report = run_ab(config(endpoint.url, only=["semver-order"], context=300))
+    hook = by_arm(report.runs)["hook"]
+    assert (hook.compactions, hook.trigger_firings) == (0, 1)
+    assert "kept the history" in hook.notes[0]
+    assert report.summary.hook.trigger_firings == 1
+
+
 def test_failures_become_rows_and_the_harness_goes_on(tmp_path: Path) -> None:
     """A missing repository, a check that cannot run, a malformed line, an agent stuck in a loop (max steps):
     each gives rows with ``error`` set, and a good task in the same file still completes."""
@@ -514,14 +538,15 @@ def llama_server(tmp_path: Path) -> Iterator[str]:
 def test_end_to_end_against_llama_cpp_server(llama_server: str, tmp_path: Path) -> None:
     """One task, both arms, the built-in agent, 6 steps, against the embedded Gemma 3 270M *base* model served
     by llama-cpp-python's server. The GGUF has no chat template, so the server uses its llama-2 fallback
-    format and ignores ``tools``: the agent reads ```bash blocks (text fallback). A 270M base model does not
+    format, which ignores ``tools`` (the agent reads ```bash blocks: the text fallback) and keeps only the first
+    system message (so the hook's summary is sent as a user message: ``--late-system user``). A 270M base model does not
     solve the task, so ``completed`` is expected to be false; what must hold is that the harness runs both
     arms, records every field, counts tokens from the server's ``usage``, and does not crash."""
     out = tmp_path / "ab.json"
     done = subprocess.run(
         [sys.executable, "-m", "offline_compress.cli", "ab", str(TASKS_FILE), "--model-url", llama_server,
          "--only", "slugify-dashes", "--max-steps", "6", "--max-reply-tokens", "48", "--context", "1024",
-         "--no-model", "--json", str(out)],
+         "--no-model", "--late-system", "user", "--json", str(out)],
         capture_output=True, text=True, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}, timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]

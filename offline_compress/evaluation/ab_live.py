@@ -53,6 +53,7 @@ class ABConfig(BaseModel):
     max_steps: int = 100
     context: int = DEFAULT_CONTEXT
     protocol: Protocol = "auto"
+    late_system: Literal["keep", "user"] = "keep"
     max_reply_tokens: int = 1024
     request_timeout_s: float = 300
     command_timeout_s: float = 60
@@ -146,7 +147,7 @@ class _Harness:
         self.settings = AgentSettings(
             model_url=config.model_url, model=model_name, max_steps=config.max_steps,
             max_reply_tokens=config.max_reply_tokens, request_timeout_s=config.request_timeout_s,
-            command_timeout_s=config.command_timeout_s, protocol=config.protocol,
+            command_timeout_s=config.command_timeout_s, protocol=config.protocol, late_system=config.late_system,
         )
         self._compressor: Any = None
 
@@ -185,7 +186,7 @@ class _Harness:
             duration_ms = round((time.perf_counter() - start) * 1000)
             if self.config.keep_workdirs:  # for reading what the agent did: the full history, not the compacted view
                 (run_dir / "history.json").write_text(json.dumps(result.history, ensure_ascii=False, indent=1, default=str) + "\n")
-            notes = []
+            notes = list(result.notes)
             try:
                 check = run_check(task, repo, base)
             except TaskSetupError as err:
@@ -221,7 +222,7 @@ def _error_row(task_id: str, arm: Arm, error: str, *, result: AgentRun | None = 
         token_source=result.token_source if result else "none", duration_ms=duration_ms,
         compactions=result.compactions if result else 0, trigger_firings=result.trigger_firings if result else 0,
         steps=result.steps if result else 0, error=error,
-        stop_reason=result.stop_reason if result else None,
+        stop_reason=result.stop_reason if result else None, notes=list(result.notes) if result else [],
     )
 
 
@@ -410,7 +411,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
 
     config = ABConfig(
         tasks_path=args.tasks, model_url=args.model_url, model=args.model, agent=args.agent, max_steps=args.max_steps,
-        context=args.context, protocol=args.protocol, max_reply_tokens=args.max_reply_tokens,
+        context=args.context, protocol=args.protocol, late_system=args.late_system, max_reply_tokens=args.max_reply_tokens,
         request_timeout_s=args.request_timeout, command_timeout_s=args.command_timeout, no_model=args.no_model,
         tokenizer=args.tokenizer, only=[t for t in args.only.split(",") if t] if args.only else None,
         keep_workdirs=args.keep_workdirs,
@@ -452,6 +453,9 @@ def add_ab_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help=f"context window the hook keeps the history inside, in tokens (default {DEFAULT_CONTEXT}, small so short runs compact)")
     p.add_argument("--protocol", choices=["auto", "tools", "text"], default="auto",
                    help="how the agent reads commands: tool calls, a ```bash block, or tools with the block as fallback (default auto)")
+    p.add_argument("--late-system", choices=["keep", "user"], default="keep",
+                   help="builtin agent: send system messages after the first (the hook's summary) as they are, or as "
+                        "user messages for servers whose chat format drops them, as llama-cpp-python's built-in formats do")
     p.add_argument("--max-reply-tokens", type=_positive(int), default=1024, help="max_tokens of each model reply (default 1024)")
     p.add_argument("--request-timeout", type=_positive(float), default=300, help="seconds to wait for one model reply (default 300)")
     p.add_argument("--command-timeout", type=_positive(float), default=60, help="seconds one agent command may run (default 60)")

@@ -94,6 +94,8 @@ class AgentSettings(BaseModel):
     command_timeout_s: float = Field(default=60, gt=0)
     output_limit: int = Field(default=4000, ge=200, description="characters of a command's output shown to the model")
     protocol: Protocol = "auto"
+    late_system: Literal["keep", "user"] = Field(
+        default="keep", description="send system messages after the first as they are, or as user messages")
 
 
 class Action(BaseModel):
@@ -116,6 +118,7 @@ class AgentRun(BaseModel):
     token_source: Literal["endpoint", "counted", "mixed", "none"]
     compactions: int
     trigger_firings: int = 0
+    notes: list[str] = []
     protocol_used: Literal["tools", "text", "mixed", "none"]
 
 
@@ -239,6 +242,13 @@ def parse_actions(message: Mapping[str, Any]) -> tuple[list[Action], Literal["to
     return [Action(kind="bash", command=command)], "text"
 
 
+def late_system_as_user(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of ``messages`` where every system message after the first is a user message with the same
+    content. For servers whose chat format keeps only the first system message (all of llama-cpp-python's
+    built-in formats drop the others, and with them the hook's summary, which follows the kept head)."""
+    return [{**m, "role": "user"} if i and m.get("role") == "system" else m for i, m in enumerate(messages)]
+
+
 def truncate_output(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
@@ -297,8 +307,9 @@ def run_agent(
             except Exception as err:  # noqa: BLE001 - any compaction failure ends this run, not the harness
                 stop, error = "compaction_error", f"compaction failed: {type(err).__name__}: {err}"
                 break
+        sent = view if settings.late_system == "keep" else late_system_as_user(view)
         payload: dict[str, Any] = {
-            "model": settings.model, "messages": view,
+            "model": settings.model, "messages": sent,
             "temperature": settings.temperature, "max_tokens": settings.max_reply_tokens,
         }
         if protocol != "text":
@@ -322,7 +333,7 @@ def run_agent(
                 break
         steps += 1
         message = assistant_message(raw, steps)
-        tally.add(usage, view, message)
+        tally.add(usage, sent, message)
         add(message)
         actions, kind = parse_actions(message)
         if protocol == "tools" and kind == "text":
@@ -362,12 +373,14 @@ def run_agent(
     )
 
 
-def hook_counts(hook: Any) -> dict[str, int]:
+def hook_counts(hook: Any) -> dict[str, Any]:
     """``compactions``: firings that replaced the history; ``trigger_firings``: all firings, including those
-    where the hook kept the history (nothing to compress, or the result would not have been smaller)."""
+    where the hook kept the history (nothing to compress, or the result would not have been smaller), each of
+    which gets a line in ``notes``."""
     metrics = list(getattr(hook, "metrics", None) or [])
-    compacted = sum(1 for m in metrics if getattr(m, "outcome", "compacted") == "compacted")
-    return {"compactions": compacted, "trigger_firings": len(metrics)}
+    kept = [m for m in metrics if getattr(m, "outcome", "compacted") != "compacted"]
+    notes = [f"the trigger fired ({m.reason}, {m.tokens_before} tokens) and the hook kept the history: {m.note}" for m in kept]
+    return {"compactions": len(metrics) - len(kept), "trigger_firings": len(metrics), "notes": notes}
 
 
 class TokenTally:
