@@ -280,6 +280,9 @@ def test_the_hook_arm_compacts_and_sends_fewer_tokens() -> None:
     assert rows["hook"].total_input_tokens + rows["no_hook"].total_input_tokens == sum(endpoint.reported_prompt_tokens)
     assert rows["hook"].total_input_tokens < rows["no_hook"].total_input_tokens
     assert any(carries_summary(r) for r in endpoint.requests)
+    from offline_compress.recall import RECALL_TOOL_NAME
+
+    assert RECALL_TOOL_NAME not in json.dumps(endpoint.requests)  # no pointer to a tool the agent does not have
     s = report.summary
     assert s.input_tokens_saved == rows["no_hook"].total_input_tokens - rows["hook"].total_input_tokens > 0
     assert "saved" in format_table(report)
@@ -452,7 +455,7 @@ def test_compacting_agent_compacts_and_keeps_the_full_trajectory(tmp_path: Path)
     script = [mswea_block("cat big.txt")] * 4 + [mswea_block("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")]
     cfg = builtin_config("mini_textbased")
     with ScriptedEndpoint(lambda i, _: script[min(i, len(script) - 1)]) as endpoint:
-        hook = CompactionHook(4096, archive_path=tmp_path / "archive.jsonl", compressor=Compressor(None))
+        hook = CompactionHook(4096, archive_path=tmp_path / "archive.sqlite3", compressor=Compressor(None), recall_note="")
         agent = CompactingAgent(local_model(endpoint.url, "scripted-model", **cfg["model"]),
                                 LocalEnvironment(cwd=str(tmp_path)), hook=hook,
                                 **cfg["agent"] | {"step_limit": 10, "cost_limit": 0})
@@ -464,7 +467,7 @@ def test_compacting_agent_compacts_and_keeps_the_full_trajectory(tmp_path: Path)
     assert [m["role"] for m in agent.trajectory[:2]] == ["system", "user"]
     saved = agent.serialize()
     assert saved["messages"] == agent.trajectory and saved["info"]["offline_compress"]["compactions"]
-    assert (tmp_path / "archive.jsonl").exists()
+    assert hook.archive_path.exists()
 
 
 def test_mini_swe_agent_model_makes_no_connection_beyond_localhost(tmp_path: Path) -> None:

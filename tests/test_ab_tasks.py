@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from offline_compress.errors import InputError
-from offline_compress.evaluation.stats import discordant, mcnemar_exact, median
+from offline_compress.evaluation.stats import discordant, mcnemar_exact
 from offline_compress.evaluation.tasks import (
     TaskSetupError,
     load_tasks,
@@ -165,8 +165,5 @@ def test_mcnemar_rejects_negative_counts() -> None:
         mcnemar_exact(-1, 2)
 
 
-def test_discordant_and_median() -> None:
+def test_discordant() -> None:
     assert discordant([(True, False), (True, True), (False, True), (False, False), (True, False)]) == (2, 1)
-    assert median([]) is None
-    assert median([3, 1, 2]) == 2
-    assert median([4, 1, 2, 3]) == 2.5

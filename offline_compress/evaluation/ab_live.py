@@ -16,6 +16,7 @@ import importlib.util
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -26,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ..errors import InputError
+from ..files import write_atomic
 from .agent_loop import (
     AgentRun,
     AgentSettings,
@@ -36,7 +38,7 @@ from .agent_loop import (
     hook_counts,
     run_agent,
 )
-from .stats import discordant, mcnemar_exact, median
+from .stats import discordant, mcnemar_exact
 from .tasks import Task, TaskEntry, TaskSetupError, read_task_entries, run_check, setup_repo
 
 Arm = Literal["hook", "no_hook"]
@@ -163,8 +165,10 @@ class _Harness:
             from ..compressor import Compressor
 
             self._compressor = Compressor(None)
-        # compressor=None: the process-wide default compressor, loaded on the first compaction only.
-        return CompactionHook(self.config.context, archive_path=archive, compressor=self._compressor, counter=self.counter())
+        # compressor=None: the process-wide default compressor, loaded the first time the trigger fires.
+        # recall_note="": these agents are not offered the archive's recall tool, so the summary must not point to it.
+        return CompactionHook(self.config.context, archive_path=archive, compressor=self._compressor,
+                              counter=self.counter(), recall_note="")
 
     def run(self, entry: TaskEntry, arm: Arm) -> RunRecord:
         if entry.task is None:
@@ -177,7 +181,7 @@ class _Harness:
                 base = setup_repo(task, self.tasks_dir, repo)
             except TaskSetupError as err:
                 return _error_row(task.id, arm, f"task setup: {err}")
-            hook = self.hook(run_dir / "archive.jsonl") if arm == "hook" else None
+            hook = self.hook(run_dir / "archive.sqlite3") if arm == "hook" else None
             start = time.perf_counter()
             if self.config.agent == "builtin":
                 result = run_agent(task.prompt, repo, self.settings, timeout_s=task.timeout_s, hook=hook, counter=self.counter)
@@ -302,7 +306,8 @@ def _arm_summary(rows: list[RunRecord]) -> ArmSummary:
     return ArmSummary(
         runs=len(rows), completed=sum(r.completed for r in rows), errors=sum(r.error is not None for r in rows),
         input_tokens=sum(r.total_input_tokens for r in rows), output_tokens=sum(r.total_output_tokens for r in rows),
-        duration_ms=sum(r.duration_ms for r in rows), median_duration_ms=median([r.duration_ms for r in rows]),
+        duration_ms=sum(r.duration_ms for r in rows),
+        median_duration_ms=statistics.median([r.duration_ms for r in rows]) if rows else None,
         compactions=sum(r.compactions for r in rows), trigger_firings=sum(r.trigger_firings for r in rows),
         contradictions=sum(counted) if counted else None,
     )
@@ -406,9 +411,11 @@ def _seconds(ms: float | None) -> str:
     return "n/a" if ms is None else f"{ms / 1000:.1f} s"
 
 
-def cmd_ab(args: argparse.Namespace) -> int:
-    from ..cli import _progress, write_atomic
+def _progress(message: str) -> None:
+    print(f"offline-compress ab: {message}", file=sys.stderr, flush=True)
 
+
+def cmd_ab(args: argparse.Namespace) -> int:
     config = ABConfig(
         tasks_path=args.tasks, model_url=args.model_url, model=args.model, agent=args.agent, max_steps=args.max_steps,
         context=args.context, protocol=args.protocol, late_system=args.late_system, max_reply_tokens=args.max_reply_tokens,

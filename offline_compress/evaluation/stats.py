@@ -1,4 +1,4 @@
-"""Paired statistics for the live A/B: the exact McNemar test on completion, and medians."""
+"""Paired statistics for the live A/B: the exact McNemar test on completion."""
 
 from __future__ import annotations
 
@@ -27,10 +27,3 @@ def discordant(pairs: Sequence[tuple[bool, bool]]) -> tuple[int, int]:
     only_b = sum(1 for a, b in pairs if b and not a)
     return only_a, only_b
 
-
-def median(values: Sequence[float]) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return float(ordered[mid]) if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
