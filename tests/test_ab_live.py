@@ -444,6 +444,16 @@ def test_mini_swe_agent_step_limit_and_refused_endpoint() -> None:
     assert time.monotonic() - started < 60
 
 
+def test_mini_swe_agent_replies_without_an_action() -> None:
+    pytest.importorskip("minisweagent")
+    with ScriptedEndpoint(lambda i, _: {"content": "I think the bug is in the cache."}) as endpoint:
+        report = run_ab(config(endpoint.url, agent="mini-swe-agent", only=["lru-evict"]))
+    for row in report.runs:
+        assert row.stop_reason == "format_errors" and "RepeatedFormatError" in row.error and not row.completed
+        assert row.steps == 3 and row.total_input_tokens > 0  # the failed replies' usage is still counted
+    assert len(endpoint.requests) == 6
+
+
 def test_compacting_agent_compacts_and_keeps_the_full_trajectory(tmp_path: Path) -> None:
     pytest.importorskip("minisweagent")
     from minisweagent.environments.local import LocalEnvironment

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ..errors import InputError
+from ..errors import InputError, OfflineCompressError
 from ..files import write_atomic
 from .agent_loop import (
     AgentRun,
@@ -34,6 +34,7 @@ from .agent_loop import (
     ChatClient,
     ModelEndpointError,
     Protocol,
+    StopReason,
     TokenTally,
     hook_counts,
     run_agent,
@@ -275,7 +276,7 @@ def run_mini_swe_agent(task: Task, workdir: Path, settings: AgentSettings, *, ho
     }
     agent = TalliedAgent(model, env, hook=hook, **agent_config)
     error: str | None = None
-    stop = "model_error"
+    stop: StopReason = "agent_error"
     try:
         info = agent.run(task.prompt)
         status = info.get("exit_status", "")
@@ -285,10 +286,14 @@ def run_mini_swe_agent(task: Task, workdir: Path, settings: AgentSettings, *, ho
             stop, error = "max_steps", f"reached --max-steps {settings.max_steps} without submitting"
         elif status == "TimeExceeded":
             stop, error = "timeout", f"timed out: the task's limit of {task.timeout_s:.0f} s was reached"
+        elif status == "RepeatedFormatError":
+            stop, error = "format_errors", "mini-swe-agent stopped: replies without a valid action several times in a row (RepeatedFormatError)"
         else:
             error = f"mini-swe-agent stopped: {status or 'no exit status'}"
-    except Exception as err:  # noqa: BLE001 - mini-swe-agent re-raises what the model raised
-        error = f"model endpoint: {_one_line(err)}"
+    except OfflineCompressError as err:  # raised by the hook inside CompactingAgent.query
+        stop, error = "compaction_error", f"compaction failed: {_one_line(err)}"
+    except Exception as err:  # noqa: BLE001 - mini-swe-agent re-raises what the model call raised
+        stop, error = "model_error", f"model endpoint: {_one_line(err)}"
     return AgentRun(
         history=list(agent.trajectory), steps=agent.n_calls, submitted=stop == "submitted", stop_reason=stop,
         error=error, input_tokens=tally.input_tokens, output_tokens=tally.output_tokens, token_source=tally.source(),

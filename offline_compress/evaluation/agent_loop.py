@@ -28,7 +28,7 @@ from ..errors import OfflineCompressError
 from .tasks import run_shell
 
 Protocol = Literal["auto", "tools", "text"]
-StopReason = Literal["submitted", "max_steps", "timeout", "model_error", "compaction_error"]
+StopReason = Literal["submitted", "max_steps", "timeout", "model_error", "compaction_error", "format_errors", "agent_error"]
 SUBMIT_WORD = "submit"
 
 BASH_TOOL = {
