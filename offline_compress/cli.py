@@ -125,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .recall import add_archive_parsers
 
     add_archive_parsers(sub)
+    from .evaluation.ab_live import add_ab_parser
+
+    add_ab_parser(sub)
     return parser
 
 

@@ -1,0 +1,3 @@
+from .format import format_row, summary_line
+
+__all__ = ["format_row", "summary_line"]

@@ -1,0 +1,3 @@
+from .compare import compare, latest, parse
+
+__all__ = ["compare", "latest", "parse"]

@@ -1,0 +1,3 @@
+from .slug import slugify
+
+__all__ = ["slugify"]
