@@ -48,10 +48,9 @@ def summary_message(context: S.CompressedContext, note: str = "") -> dict[str, s
 
 
 def parse_summary_message(message: Message) -> S.CompressedContext | None:
-    """The summary of one of our summary messages: a system (or developer) message that starts with the marker
-    and holds a valid summary on its first line after it. A marker inside tool output or a user turn is text,
-    never a summary (None)."""
-    if message.role not in ("system", "developer") or not message.text.startswith(SUMMARY_PREFIX):
+    """The summary of one of our summary messages: a system, developer or user message that starts with the
+    marker and holds a valid summary on its first line after it; else None."""
+    if message.role not in ("system", "developer", "user") or not message.text.startswith(SUMMARY_PREFIX):
         return None
     document = message.text[len(SUMMARY_PREFIX):].split("\n", 1)[0]  # canonical JSON has no raw newline
     try:
@@ -66,8 +65,11 @@ def is_summary_message(message: Message) -> bool:
 
 def find_previous_summary(messages: Sequence[Message], start: int = 0) -> tuple[S.CompressedContext | None, int | None]:
     """The last summary message of ours at or after ``start`` (anywhere in the history, not only first):
-    (that summary, its index), else (None, None)."""
+    (that summary, its index), else (None, None). A marker in tool output (a ``tool`` message, or a user message
+    that answers an agent's action) is text, never a summary: a planted fake is not believed."""
     for i in range(len(messages) - 1, start - 1, -1):
+        if messages[i].role == "user" and is_tool_output(messages, i):
+            continue
         summary = parse_summary_message(messages[i])
         if summary is not None:
             return summary, i

@@ -63,8 +63,11 @@ class CompactionHook:
     ``archive_path``: the SQLite archive (``archive.py``) each compaction is committed to before a new history
     is returned; ``None`` (default): ``$XDG_STATE_HOME/offline_compress/archive.sqlite3``; a ``.jsonl`` path:
     the ``.sqlite3`` beside it. ``session``: this agent's id in the archive (default: a new uuid4).
-    ``recall_note``: the line after the summary telling the agent it can recall archived messages (offer the
-    tool of ``recall_tool()``; "" when you do not).
+    ``recall_note``: the line after the summary telling the agent it can recall archived messages; ``None``
+    (default): ``recall.RECALL_NOTE`` once ``recall_tool()`` has been called (the agent has the tool), else none.
+    ``summary_role``: the role of the summary message, ``"system"`` (default) or ``"user"`` for chat templates
+    that drop or reject a system message after the first one (llama.cpp's llama-2/chatml formats keep only the
+    first; Gemma's folds only a leading one).
     ``keep_first``: the head kept verbatim before the summary: ``None`` (default) keeps the leading
     system/developer messages and the first user message (the task); an int keeps that many first messages; 0
     summarises everything before the recent messages. ``keep_last``: recent messages kept verbatim after it.
@@ -78,14 +81,17 @@ class CompactionHook:
         *,
         archive_path: str | Path | None = None,
         session: str | None = None,
-        recall_note: str = RECALL_NOTE,
+        recall_note: str | None = None,
         compressor: Compressor | None = None,
         counter: Any = None,
         trigger: TriggerConfig = TriggerConfig(),
         keep_last: int = DEFAULT_KEEP_LAST,
         keep_first: int | None = None,
         summary_fraction: float = DEFAULT_SUMMARY_FRACTION,
+        summary_role: Literal["system", "user"] = "system",
     ) -> None:
+        if summary_role not in ("system", "user"):
+            raise ValueError(f"summary_role must be 'system' or 'user', got {summary_role!r}")
         if not 0 < summary_fraction <= 1:
             raise ValueError(f"summary_fraction must be in (0, 1], got {summary_fraction}")
         if model_max_tokens <= 0:
@@ -98,6 +104,8 @@ class CompactionHook:
         self._archive: Archive | None = None  # opened at the first compaction or recall
         self.session = session or uuid.uuid4().hex
         self.recall_note = recall_note
+        self.summary_role = summary_role
+        self._tool_offered = False
         self._compressor = compressor
         if counter is None:
             from .tokens import get_counter
@@ -132,8 +140,29 @@ class CompactionHook:
         return self.archive.recall(query, k=k, session=self.session)
 
     def recall_tool(self) -> tuple[dict[str, Any], Any]:
-        """(OpenAI tool definition, ``handler(arguments) -> str``) for the agent to search this session's archive."""
+        """(OpenAI tool definition, ``handler(arguments) -> str``) for the agent to search this session's archive.
+        From now on the summary tells the agent that it can recall (unless ``recall_note`` says otherwise)."""
+        self._tool_offered = True
         return archive_recall_tool(self.archive, session=self.session)
+
+    @property
+    def note(self) -> str:
+        """The recall line after the summary: the given ``recall_note``, else the default once the tool is offered."""
+        if self.recall_note is not None:
+            return self.recall_note
+        return RECALL_NOTE if self._tool_offered else ""
+
+    def close(self) -> None:
+        """Close the archive's database connection (the hook can be used again; it reopens on demand)."""
+        if self._archive is not None:
+            self._archive.close()
+            self._archive = None
+
+    def __enter__(self) -> CompactionHook:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def compactions(self) -> int:
@@ -179,7 +208,7 @@ class CompactionHook:
                               "nothing to compress between the kept head and the recent messages", start)
         # Any summary costs at least the empty one: a region smaller than that can only grow (no model call).
         if self._empty_summary_tokens is None:
-            self._empty_summary_tokens = self.counter.count([summary_message(CompressedContext(), self.recall_note)])
+            self._empty_summary_tokens = self.counter.count([summary_message(CompressedContext(), "")])
         region_tokens = sum(self.counter.message_counts([parsed[i] for i in region]))
         if region_tokens <= self._empty_summary_tokens:
             return self._keep(originals, parsed, reason, tokens_before,
@@ -187,8 +216,9 @@ class CompactionHook:
                               "empty summary", start)
         result = self.compressor.compress_detailed(parsed, keep_last=self.keep_last, previous=self.summary,
                                                    keep_first=head, summary_tokens=self.summary_tokens)
-        note = "\n".join(x for x in (HEAD_NOTE if head else "", self.recall_note) if x)
-        new_history = [*originals[:head], summary_message(result.context, note), *originals[cut:]]
+        note = "\n".join(x for x in (HEAD_NOTE if head else "", self.note) if x)
+        message = summary_message(result.context, note) | {"role": self.summary_role}
+        new_history = [*originals[:head], message, *originals[cut:]]
         tokens_after = self.counter.count(as_messages(new_history))
         if tokens_after >= tokens_before:
             return self._keep(originals, parsed, reason, tokens_before,

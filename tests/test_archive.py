@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from offline_compress.hook import HEAD_NOTE
+
 from offline_compress import CompactionHook, Compressor
 from offline_compress.archive import Archive, ArchiveError, default_archive_path, fts_query, snippet
 from offline_compress.cli import main
@@ -95,6 +97,7 @@ def db_state(path):
 
 def test_restore_is_exact_after_chained_compactions(extractive, trajectory, tmp_path):
     hook = CompactionHook(10**6, archive_path=tmp_path / "a.sqlite3", session="s", compressor=extractive)
+    hook.recall_tool()  # the agent is offered the tool: the summary says it can recall
     given = replay(hook, trajectory, every=3)
     assert len(given) >= 3
     for number, history in given.items():
@@ -147,6 +150,7 @@ def test_restore_names_what_is_missing(tmp_path):
 
 def test_recall_finds_the_archived_message_and_the_agent_can_ask(extractive, trajectory, tmp_path):
     hook = CompactionHook(10**6, archive_path=tmp_path / "a.sqlite3", compressor=extractive)
+    hook.recall_tool()
     new = hook.compact(trajectory)
     head, cut = hook.metrics[-1].head, len(trajectory) - (len(new) - hook.metrics[-1].head - 1)
     # A line of tool output the summary does not hold, chosen by position, and its message found by plain search.
@@ -169,7 +173,7 @@ def test_recall_finds_the_archived_message_and_the_agent_can_ask(extractive, tra
     for bad in ("not json", "[]", {"k": 2}, {"query": "x", "k": 0}, {"query": ""}):
         assert handler(bad).startswith("recall error:")
     # the summary tells the agent about the tool, after the JSON line
-    assert summary.split("\n")[2:] == [RECALL_NOTE] and f"`{RECALL_TOOL_NAME}`" in RECALL_NOTE
+    assert summary.split("\n")[2:] == [HEAD_NOTE, RECALL_NOTE] and f"`{RECALL_TOOL_NAME}`" in RECALL_NOTE
 
 
 def test_recall_ranks_by_bm25_and_stays_in_its_session(tmp_path):

@@ -107,3 +107,26 @@ def test_compact_forces_a_compaction(extractive, tmp_path):
     assert hook.before_step(history) == history  # the trigger does not fire
     new = hook.compact(history)
     assert hook.metrics[-1].reason == "manual" and new[2]["content"].startswith(SUMMARY_PREFIX)
+
+
+def test_summary_as_a_user_message_is_found_again_but_a_planted_one_is_not(extractive, tmp_path):
+    history = HEAD + _steps(10)
+    hook = CompactionHook(2000, archive_path=tmp_path / "a.jsonl", compressor=extractive, summary_role="user")
+    new = hook.before_step(history)
+    assert new[2]["role"] == "user" and new[2]["content"].startswith(SUMMARY_PREFIX)
+    again = hook.compact(new + _steps(8))
+    assert sum(1 for m in again if m["content"].startswith(SUMMARY_PREFIX)) == 1  # merged, not kept twice
+    with pytest.raises(ValueError):
+        CompactionHook(2000, summary_role="tool")
+
+
+def test_the_recall_note_appears_once_the_agent_has_the_tool(extractive, tmp_path):
+    from offline_compress.recall import RECALL_NOTE
+
+    history = HEAD + _steps(10)
+    hook = CompactionHook(2000, archive_path=tmp_path / "a.sqlite3", compressor=extractive)
+    assert RECALL_NOTE not in hook.compact(history)[2]["content"]
+    definition, handler = hook.recall_tool()
+    assert definition["function"]["name"] == "recall"
+    assert hook.compact(history)[2]["content"].endswith(RECALL_NOTE)
+    hook.close()
