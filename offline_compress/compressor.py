@@ -115,6 +115,7 @@ class PreparedPrompt:
     facts: Facts
     suffix: str  # the prompt after ``Compressor.prefix``
     head: int = 0  # messages [0, head) are kept verbatim before the summary (not summarised)
+    kept_texts: tuple[str, ...] = ()  # texts of the messages kept verbatim around the summary (head and recent)
 
 
 EMPTY_DRAFT = Draft(recent_narrative="The agent ", decisions=[], task_state=DraftTaskState(completed=[], remaining=[], blockers=[]))
@@ -224,9 +225,10 @@ class Compressor:
         later = [m.text + "\n" + "\n".join(c.function.arguments for c in (m.tool_calls or ()))
                  for m in parsed[cut:] if m.role == "assistant"]
         facts = extract_facts([*parsed[:head], *target], start=head, later=later)
+        kept = tuple(m.text for m in [*parsed[:head], *parsed[cut:]])
         if self.backend is None:  # no model: no prompt
             return PreparedPrompt(messages_in=len(parsed), cut=cut, target=target, previous=previous, facts=facts,
-                                  suffix="", head=head)
+                                  suffix="", head=head, kept_texts=kept)
         suffix = digest(
             target,
             facts,
@@ -236,7 +238,7 @@ class Compressor:
             task=facts.task or extract_task(parsed[:head])[0],  # a task kept in the head still guides the model
         ) + closing(self.instruct)
         return PreparedPrompt(messages_in=len(parsed), cut=cut, target=target, previous=previous, facts=facts,
-                              suffix=suffix, head=head)
+                              suffix=suffix, head=head, kept_texts=kept)
 
     def compress_detailed(
         self,
@@ -294,7 +296,7 @@ class Compressor:
 
             count_text = get_counter().count_text
         context = merge(facts, draft, target, index, report, stats, previous, steps=facts.steps,
-                        budget_tokens=budget, count_text=count_text)
+                        budget_tokens=budget, count_text=count_text, kept_texts=prepared.kept_texts)
         # The final redaction pass over the finished summary (every string of it) belongs here, after the merge.
         stats.total_seconds = time.perf_counter() - start
         return CompressionResult(context=context, facts=facts, grounding=report, stats=stats)

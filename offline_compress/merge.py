@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from . import schema as S
 from .draft import NARRATIVE_MAX_CHARS, Draft
 from .extract.facts import Facts
-from .extract.steps import WorkStep
+from .extract.steps import WorkStep, code_names
 from .ground import GroundingReport, SourceIndex, grounded_sentences, keep_grounded
 from .messages import Message
 from .redact import redact
@@ -75,6 +75,7 @@ def _step(step: WorkStep) -> S.Step:
     """A work-log entry, redacted before it is cut (a secret cut at a boundary would escape redaction)."""
     return S.Step(
         said=_clip(redact(" ".join(step.said.split())), S.MAX_SAID_CHARS),
+        code=[_clip(redact(line.strip()), S.MAX_CODE_CHARS) for line in step.code][: S.MAX_CODE_LINES],
         ran=_clip(redact(step.ran), S.MAX_RAN_CHARS),
         saw=[_clip(redact(line), S.MAX_SAW_CHARS) for line in step.saw][: S.MAX_SAW_LINES],
         outcome=step.outcome or "partial",
@@ -93,6 +94,7 @@ def merge(
     steps: Sequence[WorkStep] = (),
     budget_tokens: int | None = None,
     count_text: Callable[[str], int] | None = None,
+    kept_texts: Sequence[str] = (),
 ) -> S.CompressedContext:
     """Assemble the document: exact facts as they are, model items only where grounded, the previous
     summary's items first (a later compaction adds, it does not forget), then fit it to ``budget_tokens``."""
@@ -145,7 +147,8 @@ def merge(
             remaining=_bounded(_unique(remaining), S.MAX_STATE_ITEMS, stats, keep="first"),
             blockers=_bounded(_latest(blockers), S.MAX_STATE_ITEMS, stats),
         ),
-        work_log=_bounded(_latest(work_log, key=lambda s: (s.said, s.ran, tuple(s.saw))), S.MAX_STEPS, stats),
+        work_log=_bounded(_latest(work_log, key=lambda s: (s.said, tuple(s.code), s.ran, tuple(s.saw))), S.MAX_STEPS,
+                          stats),
     )
     if budget_tokens is None:
         return doc
@@ -153,7 +156,24 @@ def merge(
         from .tokens import get_counter
 
         count_text = get_counter().count_text
-    return fit(doc, budget_tokens, count_text, stats)
+    known = set().union(*(code_names(t) for t in kept_texts)) if kept_texts else set()
+    return fit(doc, budget_tokens, count_text, stats, known=known)
+
+
+def _without_repeats(steps: Sequence[S.Step], known: set[str]) -> list[S.Step]:
+    """Each step without the pieces (its sentences, code lines, result lines) whose names of code are all said
+    elsewhere already: in a newer step, or in the messages kept verbatim around the summary (``known``). A
+    piece that names nothing is kept: it is not a repeat."""
+    covered = set(known)
+    out: list[S.Step] = []
+    for step in reversed(steps):
+        said_names = code_names(step.said)
+        said = step.said if not said_names or not said_names <= covered else ""
+        code = [x for x in step.code if not (n := code_names(x)) or not n <= covered]
+        saw = [x for x in step.saw if not (n := code_names(x)) or not n <= covered]
+        covered |= said_names | set().union(*(code_names(x) for x in step.code + step.saw)) | code_names(step.ran)
+        out.append(step.model_copy(update={"said": said, "code": code, "saw": saw}))
+    return out[::-1]
 
 
 def _thin(step: S.Step) -> S.Step:
@@ -162,10 +182,12 @@ def _thin(step: S.Step) -> S.Step:
     return S.Step(ran=_clip(first, 160), outcome=step.outcome)
 
 
-def fit(doc: S.CompressedContext, budget_tokens: int, count_text: Callable[[str], int], stats: ClipCounter) -> S.CompressedContext:
+def fit(doc: S.CompressedContext, budget_tokens: int, count_text: Callable[[str], int], stats: ClipCounter, *,
+        known: set[str] = frozenset()) -> S.CompressedContext:
     """Drop (count) the oldest items of the least useful lists until the document fits ``budget_tokens`` (see the
-    module docstring for the order). Constraints and the remaining task are never dropped, so a document can stay
-    above the budget; the caller measures it."""
+    module docstring for the order); before a work-log step is thinned, its repeats go (``_without_repeats``:
+    oldest first). Constraints and the remaining task are never dropped, so a document can stay above the
+    budget; the caller measures it."""
 
     def cost(item: Any) -> int:
         return count_text(item.model_dump_json() if hasattr(item, "model_dump_json") else json.dumps(item)) + 1
@@ -182,6 +204,13 @@ def fit(doc: S.CompressedContext, budget_tokens: int, count_text: Callable[[str]
     thinned = 0  # work-log steps already thinned, oldest first
     for name in ("tool_calls_summary", "decisions", "work_log", "failed_attempts", "completed"):
         items, item_costs = lists[name], costs[name]
+        if name == "work_log" and total > budget_tokens:
+            for k, slim in enumerate(_without_repeats(items, known)):
+                if total <= budget_tokens:
+                    break
+                saved = item_costs[k] - cost(slim)
+                items[k], item_costs[k] = slim, item_costs[k] - saved
+                total -= saved
         while total > budget_tokens and items:
             if name == "work_log" and thinned < len(items):
                 slim = _thin(items[thinned])

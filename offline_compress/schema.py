@@ -23,8 +23,10 @@ MAX_TOOL_CHARS = 48
 MAX_TARGET_CHARS = 200
 MAX_NARRATIVE_CHARS = 2400
 MAX_STEPS = 150
-MAX_SAID_CHARS = 600
-MAX_RAN_CHARS = 1200
+MAX_SAID_CHARS = 2000
+MAX_CODE_LINES = 24
+MAX_CODE_CHARS = 200
+MAX_RAN_CHARS = 3000
 MAX_SAW_LINES = 9
 MAX_SAW_CHARS = 240
 
@@ -58,9 +60,11 @@ class TaskState(_Strict):
 
 
 class Step(_Strict):
-    """One call of the work log, verbatim: what the agent said about it, what it ran, what it saw."""
+    """One call of the work log, verbatim: what the agent said about it (and code it quoted), what it ran,
+    what it saw."""
 
     said: Annotated[str, Field(max_length=MAX_SAID_CHARS)] = ""
+    code: Annotated[list[Annotated[str, Field(max_length=MAX_CODE_CHARS)]], Field(max_length=MAX_CODE_LINES)] = []
     ran: Annotated[str, Field(max_length=MAX_RAN_CHARS)]
     saw: Annotated[list[Annotated[str, Field(max_length=MAX_SAW_CHARS)]], Field(max_length=MAX_SAW_LINES)] = []
     outcome: Literal["success", "error", "partial"]

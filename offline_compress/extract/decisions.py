@@ -54,6 +54,19 @@ def extract_decisions(messages: Sequence[Message], events: Sequence[ToolEvent]) 
 _FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
 
 
+def code_lines(text: str, shell: bool = False) -> list[str]:
+    """The non-blank lines of a message's fenced code blocks (without the fences); the shell blocks that are the
+    agent's commands are left out unless ``shell``."""
+    out: list[str] = []
+    for block in _FENCED.findall(text):
+        lines = block.split("\n")
+        lang = lines[0].strip("`").strip().lower()
+        if not shell and lang in ("bash", "sh", "shell", "zsh", "console", "mswea_bash_command"):
+            continue
+        out += [ln.rstrip() for ln in lines[1:] if ln.strip() and not ln.strip().startswith("```")]
+    return out
+
+
 def prose_sentences(text: str) -> list[str]:
     """The sentences of a message outside its code blocks, verbatim (a sentence never spans a line or a block)."""
     prose = _FENCED.sub("\n", text)

@@ -7,6 +7,9 @@ said
     The agent's own sentences in that message (outside code blocks) that name something in the code: a path,
     a dotted name, a snake_case / camelCase / _private identifier, or a `backticked` span. Its reasoning about
     what it found and what it does next, without the filler.
+code
+    The lines of code the agent wrote in that message outside its command (code it quotes from what it read,
+    or proposes) that name something in the code.
 ran
     The command (or the call's arguments), its first ``MAX_RUN_LINES`` lines.
 saw
@@ -25,12 +28,13 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict
 
 from ..messages import Message
-from .decisions import prose_sentences
+from .decisions import code_lines, prose_sentences
 from .events import ToolEvent
 from .outcomes import Outcome
 
-MAX_SAID_SENTENCES = 3
-MAX_RUN_LINES = 12
+MAX_SAID_SENTENCES = 12
+MAX_CODE_LINES = 24
+MAX_RUN_LINES = 40
 MAX_SAW_LINES = 8
 SHORT_RESULT_LINES = 3
 SHORT_RESULT_CHARS = 300
@@ -64,6 +68,7 @@ class WorkStep(BaseModel):
 
     call_index: int
     said: str
+    code: tuple[str, ...] = ()
     ran: str
     saw: tuple[str, ...]
     outcome: Outcome | None
@@ -92,10 +97,11 @@ def extract_steps(messages: Sequence[Message], events: Sequence[ToolEvent], *, l
         i = event.call_index
         first_of_message = i not in seen_message
         seen_message.add(i)
-        said = ""
+        said, code = "", ()
         if first_of_message:  # a message with several calls says it once
             named = [s for s in prose_sentences(messages[i].text) if code_names(s)]
             said = " ".join(named[-MAX_SAID_SENTENCES:])
+            code = tuple(ln for ln in code_lines(messages[i].text) if code_names(ln))[:MAX_CODE_LINES]
         saw: list[str] = []
         if event.result_index is not None:
             result = messages[event.result_index].text
@@ -107,7 +113,8 @@ def extract_steps(messages: Sequence[Message], events: Sequence[ToolEvent], *, l
                 saw = [ln for ln in dict.fromkeys(lines) if code_names(ln) & referred][:MAX_SAW_LINES]
             if event.error_line and event.error_line.strip() not in saw:
                 saw.append(event.error_line.strip())
-        out.append(WorkStep(call_index=i, said=said, ran=_ran(event.command), saw=tuple(saw), outcome=event.outcome))
+        out.append(WorkStep(call_index=i, said=said, code=code, ran=_ran(event.command), saw=tuple(saw),
+                            outcome=event.outcome))
     return out
 
 
