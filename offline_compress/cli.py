@@ -128,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .evaluation.ab_live import add_ab_parser
 
     add_ab_parser(sub)
+    from .evaluation.load import add_load_test_parser
+
+    add_load_test_parser(sub)
     return parser
 
 

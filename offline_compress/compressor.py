@@ -10,6 +10,7 @@ Outlines ``Generator``. ``compress_context`` does the same with a shared default
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -32,6 +33,9 @@ from .merge import merge
 from .messages import Message, as_messages
 from .model_files import resolve_model
 from .prompt import closing, digest, fixed_prefix
+from .render import Render, parse_body, render_body
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "default"  # the embedded model (manifest default); ``model=None`` runs without a model
 DEFAULT_MAX_TOKENS = 2048
@@ -40,23 +44,19 @@ DEFAULT_SUMMARY_TOKENS = 2048  # token budget of a summary when the caller names
 SUMMARY_PREFIX = "[CONTEXT_SUMMARY]\n"
 
 
-def summary_message(context: S.CompressedContext, note: str = "") -> dict[str, str]:
-    """The system message that stands for the compressed part of a history: the marker, the summary as one
-    line of canonical JSON, and an optional note for the agent on the lines after it (e.g. how to recall what
-    was archived)."""
-    return {"role": "system", "content": SUMMARY_PREFIX + context.to_json() + (f"\n{note}" if note else "")}
+def summary_message(context: S.CompressedContext, note: str = "", render: Render = "json") -> dict[str, str]:
+    """The system message that stands for the compressed part of a history: the marker, the summary (canonical
+    JSON on one line, or Markdown closed by its end marker: ``render.py``), and an optional note for the agent
+    on the lines after it (e.g. how to recall what was archived)."""
+    return {"role": "system", "content": SUMMARY_PREFIX + render_body(context, render) + (f"\n{note}" if note else "")}
 
 
 def parse_summary_message(message: Message) -> S.CompressedContext | None:
     """The summary of one of our summary messages: a system, developer or user message that starts with the
-    marker and holds a valid summary on its first line after it; else None."""
+    marker and holds a valid summary after it (either rendering); else None."""
     if message.role not in ("system", "developer", "user") or not message.text.startswith(SUMMARY_PREFIX):
         return None
-    document = message.text[len(SUMMARY_PREFIX):].split("\n", 1)[0]  # canonical JSON has no raw newline
-    try:
-        return S.CompressedContext.model_validate_json(document)
-    except ValidationError:
-        return None
+    return parse_body(message.text[len(SUMMARY_PREFIX):])
 
 
 def is_summary_message(message: Message) -> bool:
@@ -299,6 +299,10 @@ class Compressor:
                         budget_tokens=budget, count_text=count_text, kept_texts=prepared.kept_texts)
         # The final redaction pass over the finished summary (every string of it) belongs here, after the merge.
         stats.total_seconds = time.perf_counter() - start
+        log.debug("compressed messages [%d, %d) of %d in %.2f s (model %.2f s, %d prompt and %d generated tokens, "
+                  "%d unsupported items dropped)", stats.head, stats.messages_compressed, stats.messages_in,
+                  stats.total_seconds, stats.model_seconds, stats.prompt_tokens, stats.generated_tokens,
+                  len(report.dropped))
         return CompressionResult(context=context, facts=facts, grounding=report, stats=stats)
 
 
