@@ -17,7 +17,8 @@ is shown as it was run). It stays unambiguous because every line of a value is i
                                                target no line break, else the labelled form
     ## Recent narrative
     > each line of the narrative
-    ## Work log                                steps, oldest first: said, code (one line each), ran, saw, outcome
+    ## Work log                                steps, oldest first: said, code (one line each), "ran (outcome)",
+                                               saw (one line each)
 
 A line that starts a section (``## ``) or the closing marker can never be part of a value, since value lines
 always start with ``- ``, ``> `` or spaces. Sections and values that are empty are left out and read back as
@@ -52,6 +53,7 @@ class _Field:
     label: str | None  # None: the item's first field, shown without a label
     many: bool = False  # a list of strings: one labelled line per element
     optional: bool = False  # left out when empty (reads back as the schema's default)
+    with_outcome: bool = False  # the item's outcome rides on this field's label: "ran (error): ..."
 
 
 @dataclass(frozen=True)
@@ -62,8 +64,8 @@ class _Section:
     fields: tuple[_Field, ...] = ()
 
 
-_STEP = (_Field("said", "said", optional=True), _Field("code", "code", many=True, optional=True), _Field("ran", "ran"),
-         _Field("saw", "saw", many=True, optional=True), _Field("outcome", "outcome"))
+_STEP = (_Field("said", "said", optional=True), _Field("code", "code", many=True, optional=True),
+         _Field("ran", "ran", with_outcome=True), _Field("saw", "saw", many=True, optional=True))
 _TOOL = (_Field("tool", "tool"), _Field("target", "target"), _Field("outcome", "outcome"))
 SECTIONS: tuple[_Section, ...] = (
     _Section("User constraints", ("user_constraints",), "strings"),
@@ -95,12 +97,14 @@ def _item(fields: tuple[_Field, ...], data: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     for field in fields:
         values = data[field.key] if field.many else [data[field.key]]
-        if field.optional and values in ([], [""]):
+        if field.optional and values == ([] if field.many else [""]):
             continue
         for value in values:
             bullet = "  " if lines else "- "
-            label = "" if field.label is None else f"{field.label}: "
-            lines += _value(bullet + label, value, "    ")
+            label = "" if field.label is None else field.label
+            if field.with_outcome:
+                label += f" ({data['outcome']})"
+            lines += _value(bullet + (label and label + ": "), value, "    ")
     return lines
 
 
@@ -169,7 +173,12 @@ def _string_item(item: list[tuple[int, str]]) -> str:
 
 
 def _object_item(section: _Section, item: list[tuple[int, str]]) -> dict[str, Any]:
-    labels = {f.label: f for f in section.fields if f.label is not None}
+    labels: dict[str, tuple[_Field, str | None]] = {}
+    for f in section.fields:
+        if f.with_outcome:
+            labels.update({f"{f.label} ({o})": (f, o) for o in _OUTCOMES})
+        elif f.label is not None:
+            labels[f.label] = (f, None)
     data: dict[str, Any] = {f.key: [] for f in section.fields if f.many}
     current: _Field | None = None
     parts: list[str] = []
@@ -188,17 +197,22 @@ def _object_item(section: _Section, item: list[tuple[int, str]]) -> dict[str, An
     for position, (number, line) in enumerate(item):
         body = line[2:] if position == 0 or (line.startswith("  ") and not line.startswith("    ")) else None
         if body is not None:
+            outcome = None
             if position == 0 and section.fields[0].label is None:
                 field: _Field | None = section.fields[0]  # the unlabelled first field, whatever its text
                 rest = body
             else:
                 label, sep, rest = body.partition(": ")
-                field = labels.get(label) if sep else None
+                if not sep and body.endswith(":"):  # "label: " with the trailing space stripped: an empty value
+                    label, sep, rest = body[:-1], ":", ""
+                field, outcome = labels.get(label, (None, None)) if sep else (None, None)
             if field is None:
                 raise MarkdownSummaryError(f"line {number}: expected one of {', '.join(labels)} in {section.title}, "
                                            f"got {line[:40]!r}")
             close()
             current, parts = field, [rest]
+            if outcome is not None:
+                data["outcome"] = outcome
         else:
             parts.append(_continuation(number, line, "    "))
     close()
