@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,7 +160,7 @@ class Compressor:
         self.prompt_budget = prompt_budget
         self.repeat_penalty = repeat_penalty
         self.fast = fast  # forced-token loop (fastdecode.py); False: Outlines' Generator, one decode per token
-        self._lock = threading.Lock()  # one llama.cpp context: one generation at a time
+        self._lock = generation_lock(backend)  # one llama.cpp context: one generation at a time
         if backend is None and model is None:
             self.backend = None
             self.instruct = False
@@ -308,6 +309,20 @@ class Compressor:
 
 _default: dict[str, Compressor] = {}
 _default_lock = threading.Lock()
+_backend_locks: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
+
+
+def generation_lock(backend: Any = None) -> threading.Lock:
+    """The lock a compressor holds while its backend generates: a new one for a backend of its own (``None``),
+    else the one lock of that backend object, so two compressors given one loaded model never run it at once
+    (a llama.cpp context is not thread-safe)."""
+    if backend is None:
+        return threading.Lock()
+    with _default_lock:
+        lock = _backend_locks.get(backend)
+        if lock is None:
+            lock = _backend_locks[backend] = threading.Lock()
+        return lock
 
 
 def default_compressor(model: str | Path | None = DEFAULT_MODEL, **kwargs: Any) -> Compressor:

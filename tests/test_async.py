@@ -337,3 +337,15 @@ def test_one_token_counter_counts_right_from_16_threads(requests_history):
     for t in threads:
         t.join()
     assert got == expected
+
+
+def test_compressors_given_one_backend_share_its_generation_lock():
+    from offline_compress.compressor import generation_lock
+
+    class Loaded:  # any backend object: the lock is keyed by its identity
+        pass
+
+    backend, other = Loaded(), Loaded()
+    assert generation_lock(backend) is generation_lock(backend)
+    assert generation_lock(backend) is not generation_lock(other)
+    assert generation_lock(None) is not generation_lock(None)  # a compressor that loads its own model
