@@ -28,7 +28,6 @@ from offline_compress.schema import CompressedContext
 from offline_compress.tokens import TokenCounter, get_counter
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-REQUESTS = FIXTURES / "mini-swe-agent" / "psf__requests-2317.traj.json"
 WINDOW = 12_000  # requests-2317 passes 50% (the soft threshold) 4 steps before 60% (the trigger)
 
 
@@ -42,16 +41,6 @@ class SlowCompressor(Compressor):
     def compress_detailed(self, *args, **kwargs):
         time.sleep(self.delay)
         return super().compress_detailed(*args, **kwargs)
-
-
-@pytest.fixture(scope="module")
-def extractive():
-    return Compressor(None)
-
-
-@pytest.fixture(scope="module")
-def requests_history():
-    return [m.to_openai() for m in load_history(REQUESTS)]
 
 
 def steps_of(messages):
@@ -79,11 +68,11 @@ def summary_of(message):
 # ------------------------------------------------------------------------------------------------- asyncio
 
 
-def test_abefore_step_gives_what_before_step_gives(extractive, requests_history, tmp_path):
-    sync = CompactionHook(WINDOW, archive_path=tmp_path / "s.sqlite3", compressor=extractive)
+def test_abefore_step_gives_what_before_step_gives(extractive_compressor, requests_history, tmp_path):
+    sync = CompactionHook(WINDOW, archive_path=tmp_path / "s.sqlite3", compressor=extractive_compressor)
     expected = drive(sync, requests_history)
     threads = []
-    hook = CompactionHook(WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=extractive,
+    hook = CompactionHook(WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=extractive_compressor,
                           on_compaction=lambda m, s: threads.append(threading.current_thread()))
 
     async def agent():
@@ -158,9 +147,9 @@ def test_concurrent_calls_on_one_hook_compact_once(requests_history, tmp_path):
     threaded.close()
 
 
-def test_a_history_that_extends_a_compacted_one_gets_that_compaction(extractive, requests_history, tmp_path):
+def test_a_history_that_extends_a_compacted_one_gets_that_compaction(extractive_compressor, requests_history, tmp_path):
     history = requests_history[:40]
-    hook = CompactionHook(WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=extractive)
+    hook = CompactionHook(WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=extractive_compressor)
     compacted = hook.before_step(history)
     # a caller that kept its own list (or whose awaited step was cancelled) comes back with the old one, longer
     again = hook.before_step(history + requests_history[40:44])
@@ -173,10 +162,10 @@ def test_a_history_that_extends_a_compacted_one_gets_that_compaction(extractive,
 # ---------------------------------------------------------------------------------------------- background
 
 
-def test_background_swap_is_exact(extractive, requests_history, tmp_path):
+def test_background_swap_is_exact(extractive_compressor, requests_history, tmp_path):
     database = tmp_path / "a.sqlite3"
     counter = get_counter()
-    hook = CompactionHook(WINDOW, archive_path=database, compressor=extractive, soft_fraction=0.5, counter=counter)
+    hook = CompactionHook(WINDOW, archive_path=database, compressor=extractive_compressor, soft_fraction=0.5, counter=counter)
     steps = drive(hook, requests_history)
     swapped = [m for m in hook.metrics if m.background]
     assert swapped and all(m.outcome == "compacted" for m in swapped)
@@ -200,7 +189,7 @@ def test_background_swap_is_exact(extractive, requests_history, tmp_path):
             # the summary describes exactly [head, cut) of the snapshot taken at the soft threshold
             snapshot = next(g for g, _ in steps[compacted_at:k] if counter.count(as_messages(g)) > 0.5 * WINDOW)
             assert given[: len(snapshot)] == snapshot and cut == cut_index(as_messages(snapshot), hook.keep_last)
-            expected = extractive.compress_detailed(snapshot, keep_last=hook.keep_last, keep_first=head,
+            expected = extractive_compressor.compress_detailed(snapshot, keep_last=hook.keep_last, keep_first=head,
                                                     previous=previous, summary_tokens=hook.summary_tokens).context
             assert summary_of(returned[head]) == expected.to_json() == record.summary
             assert len(given) > len(snapshot)  # messages arrived meanwhile, kept verbatim after the summary
@@ -225,9 +214,9 @@ def _hard(history, start):
 
 
 @pytest.mark.parametrize("change", ["none", "edited", "dropped"])
-def test_a_history_that_diverged_from_the_snapshot_is_compacted_as_usual(change, extractive, requests_history,
+def test_a_history_that_diverged_from_the_snapshot_is_compacted_as_usual(change, extractive_compressor, requests_history,
                                                                          tmp_path):
-    hook = CompactionHook(WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=extractive, soft_fraction=0.5)
+    hook = CompactionHook(WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=extractive_compressor, soft_fraction=0.5)
     soft = _crossing(hook, requests_history)
     assert hook.before_step(requests_history[:soft]) == requests_history[:soft]  # starts the background summary
     hard = _hard(requests_history, soft)
@@ -237,7 +226,7 @@ def test_a_history_that_diverged_from_the_snapshot_is_compacted_as_usual(change,
     elif change == "dropped":  # the caller dropped a message (a short one: still past the trigger)
         del history[5]
     new = hook.before_step(history)
-    fresh = CompactionHook(WINDOW, archive_path=tmp_path / "f.sqlite3", compressor=extractive)
+    fresh = CompactionHook(WINDOW, archive_path=tmp_path / "f.sqlite3", compressor=extractive_compressor)
     expected = fresh.before_step(history)
     assert hook.metrics[-1].outcome == "compacted"
     if change == "none":  # the control: the background summary is used, and it differs from the synchronous one
@@ -285,28 +274,28 @@ def _fixture_jobs(count):
 
 
 @pytest.mark.parametrize("mode", ["threads", "asyncio"])
-def test_16_loops_share_one_compressor_and_one_archive(mode, extractive, tmp_path):
+def test_16_loops_share_one_compressor_and_one_archive(mode, extractive_compressor, tmp_path):
     jobs = _fixture_jobs(16)
-    result = load.load_section(jobs, extractive, mode, 8192, tmp_path / "a.sqlite3", reference=True)
+    result = load.load_section(jobs, extractive_compressor, mode, 8192, tmp_path / "a.sqlite3", reference=True)
     assert result["problems"] == [] and result["reference_mismatches"] == 0
     assert result["loops"] == 16 and result["compactions"] >= 16
 
 
 @pytest.mark.skipif(not load.DEFAULT_SOURCE.is_dir(), reason="needs ../shared/trajectories (not in CI)")
 @pytest.mark.parametrize("mode", ["threads", "asyncio"])
-def test_16_distinct_real_trajectories(mode, extractive, tmp_path):
+def test_16_distinct_real_trajectories(mode, extractive_compressor, tmp_path):
     jobs = load.trajectories([load.DEFAULT_SOURCE], 16)
-    result = load.load_section(jobs, extractive, mode, 16384, tmp_path / "a.sqlite3")
+    result = load.load_section(jobs, extractive_compressor, mode, 16384, tmp_path / "a.sqlite3")
     assert len(jobs) == 16 and result["problems"] == [] and result["compactions"] >= 16
     assert all(result["distinctive_strings"].values())
 
 
-def test_the_load_checks_can_fail(extractive, tmp_path):
+def test_the_load_checks_can_fail(extractive_compressor, tmp_path):
     """A summary moved to another loop, and an archive that does not restore what a loop passed, are reported."""
     base = load.trajectories([FIXTURES / "mini-swe-agent"], 2)
     database = tmp_path / "a.sqlite3"
     loops, _ = load.run_concurrent(base, lambda name: CompactionHook(4096, archive_path=database, session=name,
-                                                                     compressor=extractive), "threads")
+                                                                     compressor=extractive_compressor), "threads")
     distinct = load.distinctive_strings(base)
     with Archive(database) as archive:
         assert [load.check_loop(loop, archive, distinct) for loop in loops] == [[], []]

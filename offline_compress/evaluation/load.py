@@ -32,7 +32,8 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,48 +113,62 @@ def _record(loop: Loop, hook: Any, step: int, given: list[Any], returned: list[A
                                            m.summary_seconds))
 
 
+def _agent(loop: Loop, hook: Any, messages: Sequence[dict[str, Any]]) -> Generator[list[Any], list[Any], None]:
+    """The agent's side of a replay: yields each history to pass to the hook, takes back (``send``) what the hook
+    returned, times the call between the two and records it in ``loop``."""
+    live: list[Any] = []
+    last = 0
+    for i in _model_calls(messages):
+        live = live + list(messages[last:i])
+        last = i
+        before = len(hook.metrics)
+        t = time.perf_counter()
+        out = yield live
+        _record(loop, hook, i, live, out, time.perf_counter() - t, before)
+        live = out
+
+
+def _send(agent: Generator[list[Any], list[Any], None], returned: list[Any]) -> list[Any] | None:
+    try:
+        return agent.send(returned)
+    except StopIteration:
+        return None
+
+
+@contextmanager
+def _running(loop: Loop) -> Iterator[None]:
+    """Times the loop; an exception ends it with one line in ``loop.error`` (the other loops go on)."""
+    start = time.perf_counter()
+    try:
+        yield
+    except Exception as err:
+        loop.error = f"{type(err).__name__}: {err}"
+    loop.seconds = time.perf_counter() - start
+
+
 def run_loop(hook: Any, name: str, messages: Sequence[dict[str, Any]], agent_seconds: float = 0.0) -> Loop:
     """Replay ``messages`` through ``hook.before_step`` as an agent loop (see the module's docstring)."""
     loop = Loop(name, hook.session)
-    start = time.perf_counter()
-    live: list[Any] = []
-    last = 0
-    try:
-        for i in _model_calls(messages):
-            live = live + list(messages[last:i])
-            last = i
-            before = len(hook.metrics)
-            t = time.perf_counter()
-            out = hook.before_step(live)
-            _record(loop, hook, i, live, out, time.perf_counter() - t, before)
-            live = out
-            if agent_seconds:
+    agent = _agent(loop, hook, messages)
+    with _running(loop):
+        given = next(agent, None)
+        while given is not None:
+            given = _send(agent, hook.before_step(given))
+            if given is not None and agent_seconds:
                 time.sleep(agent_seconds)
-    except Exception as err:  # one line per loop in the report; the other loops go on
-        loop.error = f"{type(err).__name__}: {err}"
-    loop.seconds = time.perf_counter() - start
     return loop
 
 
 async def arun_loop(hook: Any, name: str, messages: Sequence[dict[str, Any]], agent_seconds: float = 0.0) -> Loop:
     """``run_loop`` as an asyncio task: ``await hook.abefore_step`` and ``await asyncio.sleep``."""
     loop = Loop(name, hook.session)
-    start = time.perf_counter()
-    live: list[Any] = []
-    last = 0
-    try:
-        for i in _model_calls(messages):
-            live = live + list(messages[last:i])
-            last = i
-            before = len(hook.metrics)
-            t = time.perf_counter()
-            out = await hook.abefore_step(live)
-            _record(loop, hook, i, live, out, time.perf_counter() - t, before)
-            live = out
-            await asyncio.sleep(agent_seconds)
-    except Exception as err:
-        loop.error = f"{type(err).__name__}: {err}"
-    loop.seconds = time.perf_counter() - start
+    agent = _agent(loop, hook, messages)
+    with _running(loop):
+        given = next(agent, None)
+        while given is not None:
+            given = _send(agent, await hook.abefore_step(given))
+            if given is not None:
+                await asyncio.sleep(agent_seconds)
     return loop
 
 
