@@ -339,13 +339,15 @@ def load_section(jobs: Sequence[tuple[str, list[dict[str, Any]]]], compressor: A
 def pause_section(jobs: Sequence[tuple[str, list[dict[str, Any]]]], compressor: Any, window: int, soft: float,
                   agent_seconds: float, directory: Path,
                   progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """Each trajectory alone, synchronous then background: the pause at each compaction."""
+    """Each trajectory alone, synchronous and background (the order alternates between trajectories, so a
+    machine whose load drifts does not favour one arm): the pause at each compaction."""
     from ..hook import CompactionHook
 
     rows = []
-    for name, messages in jobs:
+    for k, (name, messages) in enumerate(jobs):
         row: dict[str, Any] = {"trajectory": name}
-        for arm, fraction in (("sync", None), ("background", soft)):
+        arms = [("sync", None), ("background", soft)]
+        for arm, fraction in arms if k % 2 == 0 else arms[::-1]:
             hook = CompactionHook(window, archive_path=directory / f"pause-{arm}.sqlite3", session=f"{arm}-{name}",
                                   compressor=compressor, soft_fraction=fraction)
             loop = run_loop(hook, name, messages, agent_seconds)
@@ -357,15 +359,27 @@ def pause_section(jobs: Sequence[tuple[str, list[dict[str, Any]]]], compressor: 
             progress(f"pause {name} {arm}: {len(loop.compactions)} compactions, pauses "
                      + ", ".join(f"{p:.2f}" for p in row[arm]["pauses"]) + " s")
         rows.append(row)
-    sync = [p for r in rows for p in r["sync"]["pauses"]]
-    background = [p for r in rows for p in r["background"]["pauses"]]
+
+    def pooled(arm: str, key: str, swapped: bool | None = None) -> list[float]:
+        return [v for r in rows for v, b in zip(r[arm][key], r[arm]["background"]) if swapped in (None, b)]
+
+    swapped = list(zip(pooled("background", "pauses", True), pooled("background", "summary_seconds", True)))
     return {
         "window": window, "soft_fraction": soft, "agent_seconds": agent_seconds, "rows": rows,
-        "sync_pause_median": statistics.median(sync) if sync else float("nan"),
-        "background_pause_median": statistics.median(background) if background else float("nan"),
-        "sync_compactions": len(sync), "background_compactions": len(background),
-        "swapped": sum(b for r in rows for b in r["background"]["background"]),
+        "sync_pause_median": _median(pooled("sync", "pauses")),
+        "sync_summary_seconds_median": _median(pooled("sync", "summary_seconds")),
+        "background_pause_median": _median(pooled("background", "pauses")),
+        "swapped_pause_median": _median([p for p, _ in swapped]),
+        "not_swapped_pause_median": _median(pooled("background", "pauses", False)),
+        # the share of a swapped summary's build time the agent did not wait for (1: none of it)
+        "swapped_hidden_median": _median([1 - p / s for p, s in swapped if s > 0]),
+        "sync_compactions": len(pooled("sync", "pauses")), "background_compactions": len(pooled("background", "pauses")),
+        "swapped": len(swapped),
     }
+
+
+def _median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
 
 
 # ---------------------------------------------------------------------------------------------------- CLI
@@ -382,8 +396,10 @@ def _report(results: dict[str, Any]) -> str:
         lines.append(f"pause at compaction (window {pause['window']}, soft {pause['soft_fraction']}, agent "
                      f"{pause['agent_seconds']} s/step, {len(pause['rows'])} trajectories): median sync "
                      f"{pause['sync_pause_median']:.2f} s ({pause['sync_compactions']} compactions), background "
-                     f"{pause['background_pause_median']:.2f} s ({pause['background_compactions']} compactions, "
-                     f"{pause['swapped']} swapped in)")
+                     f"{pause['background_pause_median']:.2f} s ({pause['background_compactions']} compactions; "
+                     f"{pause['swapped']} swapped in: {pause['swapped_pause_median']:.2f} s, "
+                     f"{pause['swapped_hidden_median']:.0%} of their build time hidden; the others "
+                     f"{pause['not_swapped_pause_median']:.2f} s)")
     for mode in ("threads", "asyncio"):
         r = results.get(mode)
         if r:
