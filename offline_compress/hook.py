@@ -35,7 +35,8 @@ from .schema import CompressedContext
 from .trigger import CompressionDecision, TriggerConfig, evaluate_compression
 
 
-DEFAULT_SUMMARY_FRACTION = 0.15
+DEFAULT_SUMMARY_FRACTION = 0.25
+DEFAULT_SUMMARY_MAX_TOKENS = 4096
 HEAD_NOTE = "The messages before this summary (the instructions and the task) are kept verbatim."
 
 
@@ -71,8 +72,9 @@ class CompactionHook:
     ``keep_first``: the head kept verbatim before the summary: ``None`` (default) keeps the leading
     system/developer messages and the first user message (the task); an int keeps that many first messages; 0
     summarises everything before the recent messages. ``keep_last``: recent messages kept verbatim after it.
-    ``summary_fraction``: the summary's token budget as a share of ``model_max_tokens`` (what does not fit is
-    dropped oldest first, counted in the metrics, and stays in the archive).
+    ``summary_fraction`` / ``summary_max_tokens``: the summary's token budget, a share of ``model_max_tokens``
+    up to a cap (default a quarter of the window, at most 4,096 tokens; what does not fit is dropped oldest
+    first, counted in the metrics, and stays in the archive).
     The caller's list and dicts are never modified; kept messages are passed through unchanged."""
 
     def __init__(
@@ -88,6 +90,7 @@ class CompactionHook:
         keep_last: int = DEFAULT_KEEP_LAST,
         keep_first: int | None = None,
         summary_fraction: float = DEFAULT_SUMMARY_FRACTION,
+        summary_max_tokens: int = DEFAULT_SUMMARY_MAX_TOKENS,
         summary_role: Literal["system", "user"] = "system",
     ) -> None:
         if summary_role not in ("system", "user"):
@@ -115,7 +118,7 @@ class CompactionHook:
         self.trigger = trigger
         self.keep_last = keep_last
         self.keep_first = keep_first
-        self.summary_tokens = max(256, int(summary_fraction * model_max_tokens))
+        self.summary_tokens = max(256, min(int(summary_fraction * model_max_tokens), summary_max_tokens))
         self.turns_since_last_compression = 0
         self.metrics: list[CompactionMetrics] = []
         self.last_decision: CompressionDecision | None = None
