@@ -13,7 +13,9 @@ the same either way, but ``auto`` then names the agent.
 
 from __future__ import annotations
 
+import gzip
 import sys
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,10 +39,25 @@ IMPORTERS: dict[str, Importer] = {
 }
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def decompress(data: bytes, source: str) -> bytes:
+    """``data`` itself, or its decompressed bytes when it starts with the gzip magic number (whatever the
+    file is called: ``.traj.json.gz`` and a gzip stream piped to stdin both work)."""
+    if not data.startswith(GZIP_MAGIC):
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as err:  # BadGzipFile is an OSError; a cut stream is an EOFError
+        raise InputError(f"not a readable gzip file ({err or type(err).__name__})", source=source) from None
+
+
 def read_source(path: str | Path) -> tuple[str, str]:
-    """Read a file or ``-`` (stdin) as UTF-8 text; returns (text, source name for errors)."""
+    """Read a file or ``-`` (stdin) as UTF-8 text, gzip-compressed or not; returns (text, source name for
+    errors)."""
     if str(path) == "-":
-        return decode_text(sys.stdin.buffer.read(), "<stdin>"), "<stdin>"
+        return decode_text(decompress(sys.stdin.buffer.read(), "<stdin>"), "<stdin>"), "<stdin>"
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -50,7 +67,7 @@ def read_source(path: str | Path) -> tuple[str, str]:
         raise InputError("is a directory, expected a file", source=str(p)) from None
     except OSError as err:
         raise InputError(f"cannot read: {err.strerror}", source=str(p)) from None
-    return decode_text(data, str(p)), str(p)
+    return decode_text(decompress(data, str(p)), str(p)), str(p)
 
 
 def parse_history_with_format(text: str, source: str, fmt: str = "auto") -> tuple[str, list[Message]]:
