@@ -30,7 +30,7 @@ def _emit(document: Any, out: str | None) -> None:
 def _load(args: argparse.Namespace):
     from .formats import load_history
 
-    return load_history(args.file, args.format)
+    return load_history(args.file, args.format, instance=args.instance)
 
 
 def cmd_count(args: argparse.Namespace) -> int:
@@ -84,7 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     def history_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("file", help="history file (JSON list, JSONL, {messages: [...]}, or an agent's format); - for stdin")
-        p.add_argument("--format", default="auto", help="auto (default), openai, mini-swe-agent, swe-agent, openhands, aider")
+        p.add_argument("--format", default="auto",
+                       help="auto (default), openai, mini-swe-agent, swe-agent, openhands, openhands-eval, aider")
+        p.add_argument("--instance", help="the instance to read from an OpenHands evaluation output.jsonl that holds several")
 
     p = sub.add_parser("count", help="exact token count of a history as the target model sees it")
     history_args(p)

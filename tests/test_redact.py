@@ -309,9 +309,11 @@ def test_redacted_arguments_stay_json_when_a_span_ends_in_an_escape() -> None:
 def test_real_trajectories_false_positives_are_few_and_known() -> None:
     """Every message of the mini-swe-agent runs in ../shared: what gets redacted is listed in docs/secrets.md;
     any new find fails here (skipped where the shared folder is absent, as in CI)."""
-    shared = Path("/work/shared/trajectories/gruckion__mini-swe-agent")
+    from conftest import SHARED_TRAJECTORIES
+
+    shared = SHARED_TRAJECTORIES / "gruckion__mini-swe-agent"
     if not shared.is_dir():
-        pytest.skip("no /work/shared/trajectories here")
+        pytest.skip(f"{shared} is absent")
     from offline_compress.formats import load_history
 
     finds = []

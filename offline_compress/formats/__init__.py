@@ -6,9 +6,12 @@ Each importer is a function ``(text, source) -> list[Message]`` that raises ``In
 in its format; ``auto`` tries them in order and, when none fits, reports every format tried and why it failed.
 
 Formats (in ``auto`` order): ``mini-swe-agent`` (``.traj.json``), ``swe-agent`` (``.traj``), ``openhands``
-(V0 event stream), ``aider`` (markdown chat log), ``openai`` (JSON list / JSONL / ``{messages}``).
-mini-swe-agent comes before openai because its files also parse as plain OpenAI messages: the messages are
-the same either way, but ``auto`` then names the agent.
+(V0 event stream), ``openhands-eval`` (OpenHands' evaluation ``output.jsonl``: one object per instance;
+``instance=`` picks one when there are several), ``aider`` (markdown chat log), ``openai`` (JSON list /
+JSONL / ``{messages}``). mini-swe-agent comes before openai because its files also parse as plain OpenAI
+messages: the messages are the same either way, but ``auto`` then names the agent.
+
+Any of them may be gzip-compressed (``.gz``): the gzip magic number is what counts, not the name.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from .aider import load_aider
 from .mini_swe_agent import load_mini_swe_agent
 from .openai import decode_text, load_openai
 from .openhands import load_openhands
+from .openhands_eval import InstanceChoiceError, load_openhands_eval
 from .swe_agent import load_swe_agent
 
 Importer = Callable[[str, str], list[Message]]
@@ -34,6 +38,7 @@ IMPORTERS: dict[str, Importer] = {
     "mini-swe-agent": load_mini_swe_agent,
     "swe-agent": load_swe_agent,
     "openhands": load_openhands,
+    "openhands-eval": load_openhands_eval,
     "aider": load_aider,
     "openai": load_openai,
 }
@@ -70,11 +75,18 @@ def read_source(path: str | Path) -> tuple[str, str]:
     return decode_text(decompress(data, str(p)), str(p)), str(p)
 
 
-def parse_history_with_format(text: str, source: str, fmt: str = "auto") -> tuple[str, list[Message]]:
-    """Parse ``text`` as ``fmt`` (or the first format that fits, for ``auto``); returns (format name, messages)."""
+def parse_history_with_format(
+    text: str, source: str, fmt: str = "auto", *, instance: str | None = None
+) -> tuple[str, list[Message]]:
+    """Parse ``text`` as ``fmt`` (or the first format that fits, for ``auto``); returns (format name, messages).
+    ``instance`` names the instance of an OpenHands evaluation output that holds several."""
+    if fmt != "auto" and fmt not in IMPORTERS:
+        raise InputError(f"unknown format {fmt!r} (known: auto, {', '.join(IMPORTERS)})", source=source)
+    if instance is not None:
+        if fmt not in ("auto", "openhands-eval"):
+            raise InputError(f"--instance applies to OpenHands evaluation output, not to {fmt!r}", source=source)
+        return "openhands-eval", load_openhands_eval(text, source, instance)
     if fmt != "auto":
-        if fmt not in IMPORTERS:
-            raise InputError(f"unknown format {fmt!r} (known: auto, {', '.join(IMPORTERS)})", source=source)
         return fmt, IMPORTERS[fmt](text, source)
     failures: list[str] = []
     position = None
@@ -82,6 +94,8 @@ def parse_history_with_format(text: str, source: str, fmt: str = "auto") -> tupl
     for name, importer in IMPORTERS.items():
         try:
             return name, importer(text, source)
+        except InstanceChoiceError:
+            raise  # the format fits; the caller must pick an instance
         except InputError as err:
             failures.append(f"{name}: {_without_source(err)}")
             if looks_json and position is None and err.position and err.problem.startswith("malformed JSON"):
@@ -97,17 +111,18 @@ def _without_source(err: InputError) -> str:
     return f"{', '.join(where)}: {err.problem}" if where else err.problem
 
 
-def parse_history(text: str, source: str, fmt: str = "auto") -> list[Message]:
+def parse_history(text: str, source: str, fmt: str = "auto", *, instance: str | None = None) -> list[Message]:
     """Parse ``text`` as ``fmt`` (``auto``: the first format that fits) into messages."""
-    return parse_history_with_format(text, source, fmt)[1]
+    return parse_history_with_format(text, source, fmt, instance=instance)[1]
 
 
-def load_history_with_format(path: str | Path, fmt: str = "auto") -> tuple[str, list[Message]]:
+def load_history_with_format(path: str | Path, fmt: str = "auto", *, instance: str | None = None) -> tuple[str, list[Message]]:
     """Read a file (or ``-`` for stdin); returns (format name, messages)."""
     text, source = read_source(path)
-    return parse_history_with_format(text, source, fmt)
+    return parse_history_with_format(text, source, fmt, instance=instance)
 
 
-def load_history(path: str | Path, fmt: str = "auto") -> list[Message]:
-    """Read a file (or ``-`` for stdin) as ``fmt`` (``auto`` by default) into messages."""
-    return load_history_with_format(path, fmt)[1]
+def load_history(path: str | Path, fmt: str = "auto", *, instance: str | None = None) -> list[Message]:
+    """Read a file (or ``-`` for stdin) as ``fmt`` (``auto`` by default) into messages; ``instance`` picks one
+    instance of an OpenHands evaluation output that holds several."""
+    return load_history_with_format(path, fmt, instance=instance)[1]
