@@ -130,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .evaluation.ab_live import add_ab_parser
 
     add_ab_parser(sub)
+    from .download import add_download_parser
+
+    add_download_parser(sub)
     return parser
 
 
