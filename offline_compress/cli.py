@@ -15,6 +15,14 @@ from .errors import OfflineCompressError
 from .files import write_atomic
 
 
+def one_line(text: str) -> str:
+    """``text`` with every character that is not printable (line breaks, form feeds, U+2028, control codes, lone
+    surrogates from a file's JSON) written as its escape, so that an error quoting the input stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii") for ch in text)
+
+
 def _progress(message: str) -> None:
     print(f"offline-compress: {message}", file=sys.stderr, flush=True)
 
@@ -145,7 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (OfflineCompressError, ValueError) as err:
-        print(f"offline-compress: error: {err}", file=sys.stderr)
+        print(f"offline-compress: error: {one_line(str(err))}", file=sys.stderr)
+        return 2
+    except RecursionError:  # only input can nest this deep; the readers turn what they meet into InputErrors
+        print("offline-compress: error: the input is nested too deeply to process", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

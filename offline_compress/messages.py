@@ -21,6 +21,27 @@ Role = Literal["system", "developer", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "developer", "user", "assistant", "tool")
 
 
+def valid_utf8(text: str) -> str:
+    """``text`` with each lone surrogate (JSON allows ``"\\ud800"``, UTF-8 does not) replaced by U+FFFD, as a
+    UTF-8 client would send it; surrogate pairs are joined. Everything downstream (the tokenizer, the summary,
+    files) needs text that encodes."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _valid_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for part in parts:
+        fixed = {k: valid_utf8(v) for k, v in part.items() if k in ("type", "text") and isinstance(v, str)}
+        out.append({**part, **fixed} if any(fixed[k] is not part[k] for k in fixed) else part)
+    return out
+
+
 class FunctionCall(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -35,7 +56,12 @@ class FunctionCall(BaseModel):
             return ""
         if isinstance(value, str):
             return value
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+    @field_validator("name", "arguments", mode="after")
+    @classmethod
+    def _encodable(cls, value: str) -> str:
+        return valid_utf8(value)
 
 
 class ToolCall(BaseModel):
@@ -44,6 +70,11 @@ class ToolCall(BaseModel):
     id: str | None = None
     type: str = "function"
     function: FunctionCall
+
+    @field_validator("id", "type", mode="after")
+    @classmethod
+    def _encodable(cls, value: str | None) -> str | None:
+        return valid_utf8(value) if isinstance(value, str) else value
 
 
 class Message(BaseModel):
@@ -56,6 +87,18 @@ class Message(BaseModel):
     tool_calls: tuple[ToolCall, ...] | None = None
     tool_call_id: str | None = None
     name: str | None = None
+
+    @field_validator("content", mode="after")
+    @classmethod
+    def _encodable_content(cls, value: str | list[dict[str, Any]] | None) -> str | list[dict[str, Any]] | None:
+        if isinstance(value, str):
+            return valid_utf8(value)
+        return _valid_parts(value) if isinstance(value, list) else value
+
+    @field_validator("tool_call_id", "name", mode="after")
+    @classmethod
+    def _encodable(cls, value: str | None) -> str | None:
+        return valid_utf8(value) if isinstance(value, str) else value
 
     @property
     def text(self) -> str:
@@ -152,8 +195,15 @@ def parse_messages(raw: Any, *, source: str = "<messages>", allow_empty: bool = 
 
 
 def as_messages(messages: Iterable[Message | Mapping[str, Any]], *, source: str = "<messages>") -> list[Message]:
-    """Public entry points accept dicts or Messages; this turns either into validated Messages."""
-    return parse_messages(list(messages), source=source)
+    """Public entry points accept dicts, SDK message objects or Messages; this turns them into validated
+    Messages. Something that is not a list of messages is an ``InputError`` too, not a ``TypeError``."""
+    if isinstance(messages, (Mapping, str, bytes)):
+        return parse_messages(messages, source=source)
+    try:
+        items = list(messages)
+    except TypeError:
+        raise InputError(f"expected a list of messages, got {type(messages).__name__}", source=source) from None
+    return parse_messages(items, source=source)
 
 
 _FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name")

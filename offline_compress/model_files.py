@@ -1,8 +1,9 @@
 """Where model files live and how they are verified. Nothing here touches the network.
 
 Known models: ``offline_compress/models_manifest.json`` ships inside the package (a wheel knows the default
-model's name, file, size, sha256 and source), plus a ``manifest.local.json`` in a models folder for models a
-user brought (``offline-compress download-model --from-file`` / ``--url``).
+model's name, file, size, sha256 and source), plus, in a models folder, ``manifest.local.json`` for models a
+user brought (``offline-compress download-model --from-file`` / ``--url``) and optionally a ``manifest.json``
+of the same shape (a folder prepared for several machines can carry its own list).
 
 Models folders, searched in this order:
 
@@ -29,6 +30,7 @@ MODEL_DIR_ENV = "OFFLINE_COMPRESS_MODEL_DIR"
 MODEL_NAME_ENV = "OFFLINE_COMPRESS_MODEL"
 PACKAGE_MANIFEST = Path(__file__).resolve().parent / "models_manifest.json"
 LOCAL_MANIFEST = "manifest.local.json"
+FOLDER_MANIFESTS = ("manifest.json", LOCAL_MANIFEST)  # in a models folder; the later one wins
 DOWNLOAD_HINT = "offline-compress download-model"
 
 
@@ -92,15 +94,16 @@ def _read_manifest(path: Path) -> tuple[str | None, list[ModelEntry]]:
 
 
 def manifest_entries(directory: Path | None = None) -> tuple[str, dict[str, ModelEntry]]:
-    """(default model name, entries by name): the package's manifest, then the ``manifest.local.json`` of
-    ``directory`` (or of every models folder, the first folder last so that it wins)."""
+    """(default model name, entries by name): the package's manifest, then the manifests of ``directory`` (or
+    of every models folder, the first folder last so that it wins)."""
     default, entries = _read_manifest(PACKAGE_MANIFEST)
     by_name = {e.name: e for e in entries}
     local_default = None
     for folder in reversed([directory] if directory is not None else model_dirs()):
-        folder_default, local = _read_manifest(folder / LOCAL_MANIFEST)
-        by_name.update({e.name: e for e in local})
-        local_default = folder_default or local_default
+        for manifest in FOLDER_MANIFESTS:
+            folder_default, local = _read_manifest(folder / manifest)
+            by_name.update({e.name: e for e in local})
+            local_default = folder_default or local_default
     name = os.environ.get(MODEL_NAME_ENV) or local_default or default
     if not name:
         raise ModelFileError(f"{PACKAGE_MANIFEST}: no default model")

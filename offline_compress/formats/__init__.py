@@ -82,6 +82,13 @@ def parse_history_with_format(
     ``instance`` names the instance of an OpenHands evaluation output that holds several."""
     if fmt != "auto" and fmt not in IMPORTERS:
         raise InputError(f"unknown format {fmt!r} (known: auto, {', '.join(IMPORTERS)})", source=source)
+    try:
+        return _parse(text, source, fmt, instance)
+    except RecursionError:  # a structure nested deeper than the stack (copying or validating it)
+        raise InputError("nested too deeply to read", source=source) from None
+
+
+def _parse(text: str, source: str, fmt: str, instance: str | None) -> tuple[str, list[Message]]:
     if instance is not None:
         if fmt not in ("auto", "openhands-eval"):
             raise InputError(f"--instance applies to OpenHands evaluation output, not to {fmt!r}", source=source)

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..messages import Message, parse_message
-from .openai import parse_json
+from .openai import TOO_DEEP, parse_json
 from .openhands import messages_from_data
 
 FORMAT = "openhands-eval"
@@ -49,7 +49,7 @@ def _records(text: str, source: str) -> list[tuple[str, Any]]:
             except json.JSONDecodeError as err:
                 raise InputError(f"malformed JSON line: {err.msg}", source=source, position=f"line {n} column {err.colno}") from None
             except RecursionError:
-                raise InputError("JSON nested too deeply", source=source, position=f"line {n}") from None
+                raise InputError(TOO_DEEP, source=source, position=f"line {n}") from None
         return out
     data = parse_json(text, source)
     if isinstance(data, list):
