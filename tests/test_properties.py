@@ -202,6 +202,15 @@ def _has_deep_arguments(value: Any) -> bool:
                and "[" * 500 in str(c["function"].get("arguments")) for c in calls)
 
 
+def _known_bug(name: str, err: Exception, value: Any) -> bool:
+    """The two bugs found here in files owned elsewhere, each pinned by a strict xfail test below: archive.py
+    cannot write a lone surrogate, extract.py parses tool call arguments without a recursion guard. Any other
+    error of these types is a failure."""
+    if isinstance(err, UnicodeEncodeError):
+        return name.endswith("hook") and _has_lone_surrogate(value)
+    return name.endswith(("compress", "hook")) and _has_deep_arguments(value)
+
+
 def check_api(value: Any, compressor: Compressor, archive: Path, max_tokens: int) -> None:
     before = copy.deepcopy(value)
     calls = [lambda: compressor.compress(value, keep_last=3), lambda: evaluate_compression(value, max_tokens)]
@@ -214,15 +223,8 @@ def check_api(value: Any, compressor: Compressor, archive: Path, max_tokens: int
         except OfflineCompressError as err:
             event(f"{name}: {type(err).__name__}")
             continue
-        except UnicodeEncodeError:
-            # archive.py cannot write a lone surrogate (KNOWN: test_the_archive_takes_a_lone_surrogate); any other
-            # encoding error is a failure here.
-            if name == "api hook" and _has_lone_surrogate(value):
-                continue
-            raise
-        except RecursionError:
-            # extract.py parses tool call arguments without a guard (KNOWN: test_extract_takes_deep_arguments)
-            if name in ("api compress", "api hook") and _has_deep_arguments(value):
+        except (UnicodeEncodeError, RecursionError) as err:
+            if _known_bug(name, err, value):
                 continue
             raise
         event(f"{name}: ok" + (" (compacted)" if isinstance(result, list) and result != value else ""))
@@ -252,11 +254,26 @@ def test_no_traceback_on_any_history(value: Any, layout: str, corruption: str, c
     check_api(value, EXTRACTIVE, tmp_path / "archive.jsonl", max_tokens)
 
 
-@settings(max_examples=20, deadline=None, derandomize=True, database=None,
+@settings(max_examples=10, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
 @given(value=st.lists(valid_message, min_size=6, max_size=14))
 def test_the_model_path_on_generated_histories(value: list[Any], compressor: Any, tmp_path: Path) -> None:
-    check_api(value, compressor, tmp_path / "archive.jsonl", 200)
+    """Through the real model, by way of the hook (one model call per example: 20 examples with two calls each
+    took 240 s on the 2-core machine under load, over the ~2 minutes this may take)."""
+    before = copy.deepcopy(value)
+    hook = CompactionHook(200, compressor=compressor, archive_path=tmp_path / "archive.jsonl", keep_last=3)
+    try:
+        result = hook.before_step(value)
+    except OfflineCompressError as err:
+        event(f"model hook: {type(err).__name__}")
+    except (UnicodeEncodeError, RecursionError) as err:
+        if not _known_bug("model hook", err, value):
+            raise
+    else:
+        event("model hook: compacted" if result != value else "model hook: kept")
+        if result != value:
+            CompressedContext.model_validate_json(result[0]["content"].split("\n", 1)[1])
+    assert value == before
 
 
 @pytest.mark.xfail(strict=True, raises=UnicodeEncodeError,
