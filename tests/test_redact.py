@@ -183,17 +183,31 @@ def test_spans_are_ordered_and_disjoint() -> None:
     assert out.count("[REDACTED:") == 3
 
 
-@pytest.mark.parametrize("evil", [
-    ("sk-" + "a" * 50 + " ") * 2000 + "password=" * 5000 + "eyJ" + "a" * 20000 + "://" + "x:" * 10000,
-    "curl " + "-u a:" * 5000 + " mysql " + "-p" * 10000 + " --password" * 5000,
-    ("password = '" + "a" * 30) * 1000 + "key" * 10000,
-    '"' + "A1b2" * 50000 + '"' + " AccountKey=" * 5000,
-    ("x" * 19 + " ") * 20000 + ("AKC" + "a" * 30 + " ") * 1000,
-])
-def test_linear_time_on_adversarial_input(evil: str) -> None:
-    t = time.perf_counter()
-    redact(evil)
-    assert time.perf_counter() - t < 2.0
+ADVERSARIAL = {
+    "original": lambda k: ("sk-" + "a" * 50 + " ") * 1000 * k + "password=" * 2500 * k + "eyJ" + "a" * 10000 * k + "://" + "x:" * 5000 * k,
+    "commands": lambda k: "curl " + "-u a:" * 2500 * k + " mysql " + "-p" * 5000 * k + " --password" * 2500 * k,
+    "keywords": lambda k: ("password = '" + "a" * 30) * 500 * k + "key" * 5000 * k,
+    "one-long-line": lambda k: '"' + "A1b2" * 25000 * k + '"' + " AccountKey=" * 2500 * k,
+    "many-short-tokens": lambda k: ("x" * 19 + " ") * 10000 * k + ("AKC" + "a" * 30 + " ") * 500 * k,
+}
+
+
+def _best_of_3(text: str) -> float:
+    runs = []
+    for _ in range(3):
+        t = time.perf_counter()
+        redact(text)
+        runs.append(time.perf_counter() - t)
+    return min(runs)
+
+
+@pytest.mark.parametrize("name", list(ADVERSARIAL))
+def test_linear_time_on_adversarial_input(name: str) -> None:
+    """Twice the input, about twice the time (a quadratic regex would take four times); and seconds, not minutes."""
+    make = ADVERSARIAL[name]
+    small, large = _best_of_3(make(1)), _best_of_3(make(2))
+    assert large < 3 * small + 0.05, (small, large)
+    assert large < 10.0
 
 
 def _plugin_samples() -> dict[str, str]:
