@@ -13,18 +13,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .redact import redact
+from .redact import redact_json
 from .schema import CompressedContext
-
-
-def _redact_strings(value: Any) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, list):
-        return [_redact_strings(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _redact_strings(v) for k, v in value.items()}
-    return value
 
 
 def _clip_at(document: Any, loc: tuple[Any, ...], limit: int) -> None:
@@ -38,7 +28,7 @@ def _clip_at(document: Any, loc: tuple[Any, ...], limit: int) -> None:
 def redact_summary(context: CompressedContext) -> CompressedContext:
     """A new ``CompressedContext`` with every string field redacted (constraints, decisions, failed attempts,
     tool names, targets, narrative, task state); ``context`` itself is not changed."""
-    document = _redact_strings(context.model_dump(mode="python"))
+    document = redact_json(context.model_dump(mode="python"))
     try:
         return CompressedContext.model_validate(document)
     except ValidationError as err:

@@ -64,13 +64,14 @@ def redact(text: str) -> str:
     return "".join(parts)
 
 
-def _redact_json_value(value: Any) -> Any:
+def redact_json(value: Any) -> Any:
+    """A copy of JSON-like data (dicts, lists, scalars) with every string redacted; keys stay as they are."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, list):
-        return [_redact_json_value(v) for v in value]
+        return [redact_json(v) for v in value]
     if isinstance(value, dict):
-        return {k: _redact_json_value(v) for k, v in value.items()}
+        return {k: redact_json(v) for k, v in value.items()}
     return value
 
 
@@ -89,7 +90,7 @@ def redact_arguments(arguments: str) -> str:
         json.loads(out)
         return out
     except (ValueError, RecursionError):
-        return json.dumps(_redact_json_value(json.loads(arguments)), ensure_ascii=False)
+        return json.dumps(redact_json(json.loads(arguments)), ensure_ascii=False)
 
 
 def redact_message(message: Message) -> Message:
