@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import ModelFileError
+from .files import write_atomic
 from .model_files import (
     LOCAL_MANIFEST,
     PACKAGE_MANIFEST,
@@ -103,18 +104,7 @@ def _record(folder: Path, entry: ModelEntry) -> None:
     path = folder / LOCAL_MANIFEST
     data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"models": []}
     data["models"] = [m for m in data.get("models", []) if m.get("name") != entry.name] + [entry.model_dump(exclude_defaults=True)]
-    _write_atomic(path, json.dumps(data, indent=2) + "\n")
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, json.dumps(data, indent=2) + "\n")
 
 
 def _tokenizer(model: Path) -> None:
