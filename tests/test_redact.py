@@ -35,7 +35,7 @@ NPM = "n" + "pm_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 GITLAB = "gl" + "pat-" + "x1Y2z3A4b5C6d7E8f9G0"
 AZURE = "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6QUJDRA0987654321abcdefABCDEF+/=="
 
-# The 12 kinds of issue 11: the first 8 came out of redact unchanged before detect-secrets and the new patterns.
+# The 12 kinds of issue 11 (the first 8 came out of the old redact unchanged), then more forms of each kind.
 TWELVE = [
     (f"export HF_TOKEN={HF}", "huggingface_token", HF),
     (f"curl https://api.stripe.com/v1/charges -u {STRIPE}:", "stripe_key", STRIPE),
@@ -53,23 +53,13 @@ TWELVE = [
 ]
 
 
-@pytest.mark.parametrize("text,kind,secret", TWELVE)
-def test_the_twelve_kinds_of_issue_11(text: str, kind: str, secret: str) -> None:
-    found = find_secrets(text)
-    assert (kind, (text.index(secret), text.index(secret) + len(secret))) in found
-    assert secret not in redact(text)
-
 
 @pytest.mark.parametrize(
     "text,kind,secret",
-    [
-        (f"export OPENAI_API_KEY={OPENAI}", "openai_key", OPENAI),
+    TWELVE + [
         (f"client = OpenAI(api_key='{OPENAI_LEGACY}')", "openai_key", OPENAI_LEGACY),
         (f"ANTHROPIC_API_KEY={ANTHROPIC} python run.py", "anthropic_key", ANTHROPIC),
-        (f"git clone https://{GITHUB}@github.com/o/r.git", "github_token", GITHUB),
         (f"token: {GITHUB_PAT}", "github_token", GITHUB_PAT),
-        (f"aws_access_key_id = {AWS}", "aws_access_key", AWS),
-        (f"SLACK_BOT_TOKEN={SLACK}", "slack_token", SLACK),
         (f"https://maps.googleapis.com/maps/api/geocode/json?key={GOOGLE}", "google_api_key", GOOGLE),
         (f"cookie: session={JWT}; path=/", "jwt", JWT),
         ("curl -H 'Authorization: Bearer abcDEF123456ghiJKL789' https://api.x", "bearer_token", "abcDEF123456ghiJKL789"),
