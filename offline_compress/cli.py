@@ -15,6 +15,14 @@ from .errors import OfflineCompressError
 from .files import write_atomic
 
 
+def one_line(text: str) -> str:
+    """``text`` with every character that is not printable (line breaks, form feeds, U+2028, control codes, lone
+    surrogates from a file's JSON) written as its escape, so that an error quoting the input stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii") for ch in text)
+
+
 def _progress(message: str) -> None:
     print(f"offline-compress: {message}", file=sys.stderr, flush=True)
 
@@ -30,7 +38,7 @@ def _emit(document: Any, out: str | None) -> None:
 def _load(args: argparse.Namespace):
     from .formats import load_history
 
-    return load_history(args.file, args.format)
+    return load_history(args.file, args.format, instance=args.instance)
 
 
 def cmd_count(args: argparse.Namespace) -> int:
@@ -84,7 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     def history_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("file", help="history file (JSON list, JSONL, {messages: [...]}, or an agent's format); - for stdin")
-        p.add_argument("--format", default="auto", help="auto (default), openai, mini-swe-agent, swe-agent, openhands, aider")
+        p.add_argument("--format", default="auto",
+                       help="auto (default), openai, mini-swe-agent, swe-agent, openhands, openhands-eval, aider")
+        p.add_argument("--instance", help="the instance to read from an OpenHands evaluation output.jsonl that holds several")
 
     p = sub.add_parser("count", help="exact token count of a history as the target model sees it")
     history_args(p)
@@ -128,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .evaluation.ab_live import add_ab_parser
 
     add_ab_parser(sub)
+    from .download import add_download_parser
+
+    add_download_parser(sub)
     return parser
 
 
@@ -140,7 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (OfflineCompressError, ValueError) as err:
-        print(f"offline-compress: error: {err}", file=sys.stderr)
+        print(f"offline-compress: error: {one_line(str(err))}", file=sys.stderr)
+        return 2
+    except RecursionError:  # only input can nest this deep; the readers turn what they meet into InputErrors
+        print("offline-compress: error: the input is nested too deeply to process", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
