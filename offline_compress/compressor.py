@@ -26,6 +26,8 @@ from .draft import Draft, DraftTaskState, draft_json_schema, worst_case_tokens
 from .errors import EmptyHistoryError
 from .extract.facts import Facts, extract_facts
 from .extract.conventions import is_tool_output
+from .final_redaction import redact_summary
+from .redact import redact_messages
 from .extract.task import extract_task
 from .ground import GroundingReport, SourceIndex
 from .merge import merge
@@ -208,7 +210,8 @@ class Compressor:
         summarises from the start; ``None`` leaves out the head (leading system messages and the task), as the
         hook does; an int leaves out that many. An earlier summary of ours anywhere after the head is merged,
         not summarised again."""
-        parsed = as_messages(messages)
+        # Redact first: every cut after this (error-line windows, clipped targets, the prompt) sees no secret.
+        parsed = redact_messages(as_messages(messages))
         keep = self.keep_last if keep_last is None else keep_last
         cut = cut_index(parsed, keep)
         head = head_end(parsed, keep_first, is_summary=is_summary_message)
@@ -297,7 +300,7 @@ class Compressor:
             count_text = get_counter().count_text
         context = merge(facts, draft, target, index, report, stats, previous, steps=facts.steps,
                         budget_tokens=budget, count_text=count_text, kept_texts=prepared.kept_texts)
-        # The final redaction pass over the finished summary (every string of it) belongs here, after the merge.
+        context = redact_summary(context)  # one last pass over every string, tool names and paths included
         stats.total_seconds = time.perf_counter() - start
         return CompressionResult(context=context, facts=facts, grounding=report, stats=stats)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +27,7 @@ from .compressor import (
     is_summary_message,
     summary_message,
 )
+from .errors import InputError
 from .cut import cut_index, head_end
 from .messages import MessageCache, as_messages
 from .recall import RECALL_NOTE
@@ -56,6 +57,12 @@ class CompactionMetrics(BaseModel):
     groundedness: float = 1.0
     above_threshold: bool = False  # the compacted history is still above the trigger's token threshold
     dropped_items: int = 0  # summary items dropped by its bounds (they stay in the archive)
+
+
+def _as_list(messages: Any) -> list[Any]:
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+        raise InputError(f"expected a list of messages, got {type(messages).__name__}", source="<messages>")
+    return list(messages)
 
 
 class CompactionHook:
@@ -173,7 +180,7 @@ class CompactionHook:
 
     def before_step(self, messages: Sequence[Mapping[str, Any]]) -> list[Any]:
         """Return the history to send: ``messages`` itself (as a new list) or ``[*head, summary, *recent]``."""
-        originals = list(messages)
+        originals = _as_list(messages)
         parsed = self._messages.parse(originals)
         decision = evaluate_compression(
             parsed, self.model_max_tokens, self.turns_since_last_compression, config=self.trigger, counter=self.counter
@@ -187,7 +194,7 @@ class CompactionHook:
     def compact(self, messages: Sequence[Mapping[str, Any]], *, reason: str = "manual") -> list[Any]:
         """Compact now, whatever the trigger says (a user's "compact" command, or a model that refused a
         too-long prompt). Returns ``messages`` unchanged (as a new list) when compaction cannot shrink it."""
-        originals = list(messages)
+        originals = _as_list(messages)
         parsed = self._messages.parse(originals)
         return self._compact(originals, parsed, reason, self.counter.count(parsed))
 

@@ -331,7 +331,7 @@ def test_main_with_a_stub_model_prints_the_table_and_writes_json(tmp_path: Path,
                      "--canaries"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    assert "TOTAL / median (2)" in captured.out and "targets:" in captured.out and "injection corpus: 9 cases" in captured.out
+    assert "TOTAL / median (2)" in captured.out and "targets:" in captured.out and "injection corpus: 32 cases" in captured.out
     assert "README.md" in captured.err and "notes.json" in captured.err  # skipped with a note
     report = json.loads(out.read_text())
     assert [r["name"] for r in report["trajectories"]] == ["t", "django__django-11163"]
@@ -386,9 +386,6 @@ def test_extractive_eval_keeps_every_curated_constraint_and_plants_canaries_by_d
     assert row["grounding"]["ungrounded"] == 0 and row["grounding"]["dropped"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 11 item 5, open: glpat- tokens are not redacted (every fixture), and a URL password is cut by the "
-    "400-character window of a read-only result's error line before redaction (openhands/wrong_initial_state)"))
 def test_no_canary_reaches_an_extractive_summary() -> None:
     report = E.run_eval(FIXTURE_TRAJECTORIES, no_model=True, injection_dir=None, progress=False)
     rows = [r for r in report["trajectories"] if "canaries" in r]
