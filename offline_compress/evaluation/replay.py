@@ -70,16 +70,8 @@ def find_files(paths: Sequence[str | Path]) -> list[Path]:
 
 def load_trajectory(path: Path) -> list[Message]:
     """The history of a trajectory file (gzip-compressed files of any format too)."""
-    from ..formats import load_history, parse_history_with_format
+    from ..formats import load_history
 
-    if path.suffix == ".gz":
-        import gzip
-
-        try:
-            text = gzip.decompress(path.read_bytes()).decode("utf-8")
-        except (OSError, UnicodeDecodeError, EOFError) as err:
-            raise InputError(f"cannot read the gzip file: {err}", source=str(path)) from None
-        return parse_history_with_format(text, str(path))[1]
     return load_history(path)
 
 
