@@ -141,6 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .download import add_download_parser
 
     add_download_parser(sub)
+    from .batch import add_batch_parser
+
+    add_batch_parser(sub)
     return parser
 
 

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, OfflineCompressError
+from ..files import find_history_files as find_files
+from ..files import history_name as trajectory_name
 from ..hook import DEFAULT_SUMMARY_FRACTION
 from ..messages import Message, as_messages
 from . import probes as P
@@ -40,32 +42,6 @@ def split_of(name: str) -> str:
     """A fixed split of trajectories by name: ``design`` (looked at while designing the summary) or
     ``holdout`` (only scored). Half each, by the parity of the name's sha256."""
     return "design" if int(hashlib.sha256(name.encode("utf-8")).hexdigest()[:8], 16) % 2 == 0 else "holdout"
-
-
-def trajectory_name(path: Path) -> str:
-    name = path.name
-    for suffix in (".gz", ".traj.json", ".traj", ".json", ".jsonl", ".md"):
-        name = name.removesuffix(suffix)
-    return name.removesuffix(".traj")
-
-
-def find_files(paths: Sequence[str | Path]) -> list[Path]:
-    """Trajectory files under ``paths`` (folders walked), licence/readme files skipped."""
-    out: list[Path] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            for f in sorted(x for x in p.rglob("*") if x.is_file()):
-                name = f.name.removesuffix(".gz")
-                if name.endswith((".json", ".traj", ".jsonl", ".md")) and not name.upper().startswith(
-                        ("LICENSE", "README", "ATTRIBUTION", "NOTICE", "RESULTS_SUMMARY")):
-                    out.append(f)
-        elif p.is_file():
-            out.append(p)
-        else:
-            raise InputError("no such file or directory", source=str(p))
-    seen: set[Path] = set()
-    return [f for f in out if not (f.resolve() in seen or seen.add(f.resolve()))]
 
 
 def load_trajectory(path: Path) -> list[Message]:
