@@ -154,13 +154,16 @@ def run_ray(jobs: Sequence[Job], stage_args: dict[str, Any], workers: int) -> It
 def cmd_batch(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from .compressor import DEFAULT_MODEL
+    from .compressor import DEFAULT_MODEL, Compressor
     from .model_files import resolve_model
 
     if args.workers < 1:
         raise InputError(f"--workers must be at least 1, got {args.workers}")
     if args.workers > 1 and not args.ray:
         raise InputError("--workers needs --ray (without it one process compresses the files in turn)")
+    if args.keep_last < 0:
+        raise InputError(f"--keep-last must be 0 or more, got {args.keep_last}")
+    Compressor(None, max_tokens=args.max_tokens)  # a budget below the largest draft: one line now, not per worker
     out_dir = Path(args.out)
     todo, skipped = plan(args.inputs, out_dir)
     model = None if args.no_model else (args.model or DEFAULT_MODEL)

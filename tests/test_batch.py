@@ -105,6 +105,10 @@ def test_bad_invocations_are_one_line_before_any_work(tmp_path, capsys):
     assert not out.exists()
     assert main(["batch", str(a), "--out", str(out), "--no-model", "--workers", "2"]) == 2
     assert "--workers needs --ray" in capsys.readouterr().err
+    assert main(["batch", str(a), "--out", str(out), "--no-model", "--keep-last", "-1"]) == 2
+    assert "--keep-last must be 0 or more" in capsys.readouterr().err
+    assert main(["batch", str(a), "--out", str(out), "--no-model", "--max-tokens", "10"]) == 2
+    assert "max_tokens=10 is below the largest valid draft" in capsys.readouterr().err
     assert main(["batch", str(tmp_path / "missing"), "--out", str(out), "--no-model"]) == 2
     assert "no such file or directory" in capsys.readouterr().err
     assert main(["batch", str(a), "--out", str(out), "--model", str(tmp_path / "nope.gguf")]) == 2

@@ -131,21 +131,32 @@ def assert_tool_calls_paired(messages: list[Any]) -> None:
     assert set(called) - answered <= pending
 
 
+def compaction(compressor: Compressor, tmp_path: Any, **kwargs: Any) -> Any:
+    """The middleware under test, with a window small enough that a few tool steps fill it."""
+    return lc_adapter.OfflineCompactionMiddleware(1500, compressor=compressor, keep_last=3,
+                                                  archive_path=tmp_path / "a.sqlite3", **kwargs)
+
+
+def the_summary(messages: list[Any]) -> CompressedContext:
+    """The one summary message of a conversation, parsed."""
+    summaries = [m for m in messages if lc_adapter.is_summary(m)]
+    assert len(summaries) == 1
+    return summary_of(summaries[0].content)
+
+
 @needs_langchain
 def test_langchain_middleware_compacts_inside_create_agent(extractive, tmp_path):
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-    middleware = lc_adapter.OfflineCompactionMiddleware(1500, compressor=extractive, keep_last=3,
-                                                        archive_path=tmp_path / "a.sqlite3")
+    middleware = compaction(extractive, tmp_path)
     state, model = run_agent(middleware, [*tool_steps(8), AIMessage("The crash is fixed.")])
     hook = middleware.hook("thread:t1")
     assert hook.session == "langchain-t1" and hook.compactions >= 1
 
     messages = state["messages"]
     assert isinstance(messages[0], HumanMessage) and messages[0].content == TASK and messages[0].id == "task-t1"
-    summaries = [m for m in messages if lc_adapter.is_summary(m)]
-    assert len(summaries) == 1 and messages[1] is summaries[0] and isinstance(summaries[0], HumanMessage)
-    summary = summary_of(summaries[0].content)
+    summary = the_summary(messages)
+    assert lc_adapter.is_summary(messages[1]) and isinstance(messages[1], HumanMessage)
     assert "src/mod0.py" in targets(summary)  # the first command, long replaced
     assert any(f.approach == FAILING and "No such file" in f.reason_failed for f in summary.failed_attempts)
     assert messages[-1].content == "The crash is fixed."
@@ -168,14 +179,11 @@ def test_langchain_middleware_compacts_inside_create_agent(extractive, tmp_path)
 def test_a_second_compaction_merges_the_first(extractive, tmp_path):
     from langchain_core.messages import AIMessage
 
-    middleware = lc_adapter.OfflineCompactionMiddleware(1500, compressor=extractive, keep_last=3,
-                                                        archive_path=tmp_path / "a.sqlite3")
+    middleware = compaction(extractive, tmp_path)
     state, _ = run_agent(middleware, [*tool_steps(20), AIMessage("done")])
     hook = middleware.hook("thread:t1")
     assert hook.compactions >= 2
-    summaries = [m for m in state["messages"] if lc_adapter.is_summary(m)]
-    assert len(summaries) == 1
-    summary = summary_of(summaries[0].content)
+    summary = the_summary(state["messages"])
     # src/mod0.py was only in the first compaction's part: the second summary kept it by merging the first
     assert {"src/mod0.py", "src/mod10.py"} <= targets(summary)
     assert any(f.approach == FAILING for f in summary.failed_attempts)
@@ -188,23 +196,19 @@ def test_a_restarted_middleware_merges_the_summary_it_finds_in_the_state(extract
     from langgraph.checkpoint.memory import InMemorySaver
 
     saver = InMemorySaver()
-    first = lc_adapter.OfflineCompactionMiddleware(1500, compressor=extractive, keep_last=3,
-                                                   archive_path=tmp_path / "a.sqlite3")
+    first = compaction(extractive, tmp_path)
     run_agent(first, [*tool_steps(8), AIMessage("paused")], checkpointer=saver)
     assert first.hook("thread:t1").compactions >= 1
     # a new process: a new middleware, the conversation restored from the checkpointer
-    later = lc_adapter.OfflineCompactionMiddleware(1500, compressor=extractive, keep_last=3,
-                                                   archive_path=tmp_path / "a.sqlite3")
+    later = compaction(extractive, tmp_path)
     more = [AIMessage("", tool_calls=[{"name": "bash", "args": {"command": f"cat lib/more{i}.py"}, "id": f"m{i}"}])
             for i in range(8)]
     agent = create_agent(scripted_model([*more, AIMessage("done")]), [bash_tool()], middleware=[later],
                          checkpointer=saver)
     state = agent.invoke({"messages": [HumanMessage("Go on.")]}, {"configurable": {"thread_id": "t1"}})
     assert later.hook("thread:t1").compactions >= 1
-    summaries = [m for m in state["messages"] if lc_adapter.is_summary(m)]
-    assert len(summaries) == 1
     # src/mod0.py was only in the first middleware's summary, which the new one found in the state
-    assert {"src/mod0.py", "lib/more0.py"} <= targets(summary_of(summaries[0].content))
+    assert {"src/mod0.py", "lib/more0.py"} <= targets(the_summary(state["messages"]))
 
 
 @needs_langchain
@@ -218,8 +222,7 @@ def test_threads_never_share_a_summary(extractive, tmp_path):
     def beta(i: int) -> str:
         return f"cat beta/part{i}.py"
 
-    middleware = lc_adapter.OfflineCompactionMiddleware(1500, compressor=extractive, keep_last=3,
-                                                        archive_path=tmp_path / "a.sqlite3")
+    middleware = compaction(extractive, tmp_path)
     model = scripted_model([*tool_steps(8, "a", alpha), AIMessage("a done"), *tool_steps(8, "b", beta),
                             AIMessage("b done")])
     saver = InMemorySaver()
@@ -227,7 +230,7 @@ def test_threads_never_share_a_summary(extractive, tmp_path):
     state_b, _ = run_agent(middleware, [], thread="B", model=model, checkpointer=saver)
     hook_a, hook_b = middleware.hook("thread:A"), middleware.hook("thread:B")
     assert hook_a is not hook_b and hook_a.compactions and hook_b.compactions
-    summary_b = summary_of(next(m for m in state_b["messages"] if lc_adapter.is_summary(m)).content)
+    summary_b = the_summary(state_b["messages"])
     assert "beta/part0.py" in targets(summary_b)
     assert not any("alpha" in t for t in targets(summary_b))
     assert not any(m["content"].startswith("cat alpha") for m in hook_b.archive.restore(1, session=hook_b.session)
@@ -239,8 +242,7 @@ def test_threads_never_share_a_summary(extractive, tmp_path):
 def test_recall_tool_gives_back_a_replaced_tool_output(extractive, tmp_path):
     from langchain_core.messages import AIMessage, ToolMessage
 
-    middleware = lc_adapter.OfflineCompactionMiddleware(1500, compressor=extractive, keep_last=3,
-                                                        archive_path=tmp_path / "a.sqlite3")
+    middleware = compaction(extractive, tmp_path)
     assert [t.name for t in middleware.tools] == ["recall"]
     ask = AIMessage("", tool_calls=[{"name": "recall", "args": {"query": "value_0 compute", "k": 2}, "id": "r1"}])
     state, _ = run_agent(middleware, [*tool_steps(8), ask, AIMessage("done")])
@@ -296,8 +298,7 @@ def test_async_agent_compacts_too(extractive, tmp_path):
     from langchain_core.messages import AIMessage, HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
-    middleware = lc_adapter.OfflineCompactionMiddleware(1500, compressor=extractive, keep_last=3,
-                                                        archive_path=tmp_path / "a.sqlite3")
+    middleware = compaction(extractive, tmp_path)
     agent = create_agent(scripted_model([*tool_steps(8), AIMessage("done")]), [bash_tool()], middleware=[middleware],
                          checkpointer=InMemorySaver())
     state = asyncio.run(agent.ainvoke({"messages": [HumanMessage(TASK)]}, {"configurable": {"thread_id": "x"}}))
@@ -309,12 +310,11 @@ def test_async_agent_compacts_too(extractive, tmp_path):
 def test_langchain_middleware_with_the_real_model(compressor, tmp_path):
     from langchain_core.messages import AIMessage
 
-    middleware = lc_adapter.OfflineCompactionMiddleware(1500, compressor=compressor, keep_last=3,
-                                                        archive_path=tmp_path / "a.sqlite3")
+    middleware = compaction(compressor, tmp_path)
     state, model = run_agent(middleware, [*tool_steps(6), AIMessage("The crash is fixed.")])
     hook = middleware.hook("thread:t1")
     assert compressor.backend is not None and hook.compactions >= 1
-    summary = summary_of(next(m for m in state["messages"] if lc_adapter.is_summary(m)).content)
+    summary = the_summary(state["messages"])
     assert "src/mod0.py" in targets(summary)
     assert "[assistant] I'll run" in summary.recent_narrative
     for prompt in model.prompts:
