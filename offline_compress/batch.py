@@ -118,8 +118,9 @@ def run_local(jobs: Sequence[Job], stage_args: dict[str, Any]) -> Iterator[Outco
 
 
 def run_ray(jobs: Sequence[Job], stage_args: dict[str, Any], workers: int) -> Iterator[Outcome]:
-    """The same stage on Ray Data, ``workers`` actors (one model each). Starts a local Ray (no dashboard, no usage
-    reporting) unless one is already initialised, and stops it again when it started it."""
+    """The same stage on Ray Data, ``workers`` actors (one model each). Uses the Ray this process initialised, or
+    joins ``RAY_ADDRESS``, or starts a local Ray (no dashboard, no usage reporting); disconnects or stops it at the
+    end unless it was already initialised."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # Ray's usage report would try the network
     os.environ.setdefault("RAY_DATA_LOG_LEVEL", "ERROR")  # Ray Data's INFO/WARNING lines would break our bar
     try:
@@ -130,8 +131,11 @@ def run_ray(jobs: Sequence[Job], stage_args: dict[str, Any], workers: int) -> It
                                    'pip install "offline_compress[ray]"') from None
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=max(workers, os.cpu_count() or 1), include_dashboard=False, log_to_driver=False,
-                 logging_level=logging.WARNING, configure_logging=True)
+        quiet = {"log_to_driver": False, "logging_level": logging.WARNING, "configure_logging": True}
+        if os.environ.get("RAY_ADDRESS"):  # join that cluster (it has its own resources and dashboard)
+            ray.init(**quiet)
+        else:
+            ray.init(num_cpus=max(workers, os.cpu_count() or 1), include_dashboard=False, **quiet)
     try:
         context = ray.data.DataContext.get_current()
         context.enable_progress_bars = False  # ours is on stderr already
