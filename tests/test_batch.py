@@ -15,7 +15,8 @@ from offline_compress.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DJANGO = FIXTURES / "mini-swe-agent" / "django__django-11163.traj.json"
-SOURCES = [DJANGO, FIXTURES / "mini-swe-agent" / "github_issue.traj.json", FIXTURES / "swe-agent" / "swe-agent__test-repo-i1.traj"]
+SOURCES = [DJANGO, FIXTURES / "mini-swe-agent" / "github_issue.traj.json",
+           FIXTURES / "swe-agent" / "swe-agent__test-repo-i1.traj"]
 CONSTRAINT = "DO NOT MODIFY: Tests, configuration files (pyproject.toml, setup.cfg, etc.)"
 
 
@@ -58,7 +59,8 @@ def test_batch_writes_one_valid_summary_per_file_and_resumes(tmp_path, capsys):
         CompressedContext.model_validate_json(text)
     # the instruction is in the raw file, and the summary keeps it word for word
     assert CONSTRAINT in DJANGO.read_text(encoding="utf-8")
-    assert CONSTRAINT in CompressedContext.model_validate_json(written["django__django-11163.summary.json"]).user_constraints
+    django = CompressedContext.model_validate_json(written["django__django-11163.summary.json"])
+    assert CONSTRAINT in django.user_constraints
     # each output is what `compress` prints for that file
     assert main(["compress", str(folder / DJANGO.name), "--no-model"]) == 0
     assert capsys.readouterr().out == written["django__django-11163.summary.json"]
@@ -140,7 +142,8 @@ def test_ray_two_workers_write_the_same_outputs(tmp_path, capsys):
     capsys.readouterr()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        assert main(["batch", str(folder), "--out", str(tmp_path / "ray"), "--no-model", "--ray", "--workers", "2"]) == 2
+        assert main(["batch", str(folder), "--out", str(tmp_path / "ray"), "--no-model", "--ray",
+                     "--workers", "2"]) == 2
     finally:
         ray.shutdown()
     err = capsys.readouterr().err

@@ -29,9 +29,11 @@ try:
 except ImportError as err:
     oh_adapter, OH_MISSING = None, str(err)
 
-needs_langchain = pytest.mark.skipif(lc_adapter is None, reason=f"LangChain is not installed: {globals().get('LC_MISSING')}")
+needs_langchain = pytest.mark.skipif(
+    lc_adapter is None, reason=f"LangChain is not installed: {globals().get('LC_MISSING')}")
 needs_openhands = pytest.mark.skipif(
-    oh_adapter is None, reason=f"the OpenHands SDK is not installed (it needs Python >= 3.12): {globals().get('OH_MISSING')}")
+    oh_adapter is None,
+    reason=f"the OpenHands SDK is not installed (it needs Python >= 3.12): {globals().get('OH_MISSING')}")
 
 TASK = "Fix the crash in src/app.py. Do not modify the tests."
 FAILING = "python run_missing.py"

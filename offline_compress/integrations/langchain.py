@@ -129,7 +129,8 @@ class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             if key is not None and key in self._hooks:
                 self._hooks.move_to_end(key)
                 return self._hooks[key]
-            session = f"{self.session_prefix}{key.removeprefix('thread:')}" if key and key.startswith("thread:") else None
+            thread = key.removeprefix("thread:") if key and key.startswith("thread:") else None
+            session = f"{self.session_prefix}{thread}" if thread is not None else None  # None: a new uuid
             options = dict(self._hook_options)
             if not self.recall_enabled:
                 options["recall_note"] = ""  # no tool offered: the summary must not point to one
