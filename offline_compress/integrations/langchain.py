@@ -48,7 +48,7 @@ from ..compressor import parse_summary_message
 from ..errors import InputError
 from ..hook import CompactionHook
 from ..messages import parse_message
-from ..recall import RECALL_TOOL_NAME, recall_handler, tool_definition
+from ..recall import RECALL_NOTE, RECALL_TOOL_NAME, recall_handler, tool_definition
 
 # Marks the summary message we add, in its ``additional_kwargs``: a user's own text that happens to start with
 # the summary marker is never taken for a summary.
@@ -57,20 +57,16 @@ MAX_CONVERSATIONS = 256  # hooks kept (least recently used dropped: its summary 
 
 
 def to_openai(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
-    """LangChain messages as OpenAI chat dicts (langchain-core's own conversion), our summary as the system
-    message the hook looks for, whatever role it was given in the conversation."""
+    """LangChain messages as OpenAI chat dicts, by langchain-core's own conversion, one dict per message."""
     converted = convert_to_openai_messages(list(messages))
     if len(converted) != len(messages):  # one dict per message, or the identity mapping back breaks
         raise InputError(f"langchain-core converted {len(messages)} messages into {len(converted)}")
-    for message, converted_message in zip(messages, converted):
-        if message.additional_kwargs.get(SUMMARY_KWARG) == "summary":
-            converted_message["role"] = "system"
     return converted
 
 
-def summary_to_langchain(summary: dict[str, Any], role: Literal["human", "system"]) -> BaseMessage:
-    """The hook's summary message as a LangChain message, marked as ours."""
-    cls = HumanMessage if role == "human" else SystemMessage
+def summary_to_langchain(summary: dict[str, Any]) -> BaseMessage:
+    """The hook's summary message (role user or system) as a LangChain message, marked as ours."""
+    cls = HumanMessage if summary["role"] == "user" else SystemMessage
     return cls(content=summary["content"], id=str(uuid.uuid4()), additional_kwargs={SUMMARY_KWARG: "summary"})
 
 
@@ -88,7 +84,8 @@ class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     (default; as ``SummarizationMiddleware`` does, since some providers accept system messages only first) or a
     ``SystemMessage``. ``recall``: offer the ``recall`` tool. ``session_prefix``: archive sessions are
     ``session_prefix + thread_id``. Other keyword arguments go to each ``CompactionHook`` (``archive_path``,
-    ``compressor``, ``keep_last``, ``keep_first``, ``trigger``, ``counter``)."""
+    ``compressor``, ``keep_last``, ``keep_first``, ``trigger``, ``counter``, ``summary_fraction``,
+    ``summary_max_tokens``)."""
 
     def __init__(
         self,
@@ -105,6 +102,9 @@ class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         for forbidden in ("session", "recall_note"):
             if forbidden in hook_options:
                 raise ValueError(f"{forbidden}= is set by the middleware (per conversation; recall=)")
+        # The summary tells the agent about the recall tool exactly when the middleware offers it.
+        hook_options |= {"recall_note": RECALL_NOTE if recall else "",
+                         "summary_role": "user" if summary_role == "human" else "system"}
         CompactionHook(model_max_tokens, **hook_options)  # bad options fail here, not at the first model call
         self.model_max_tokens = model_max_tokens
         self.summary_role = summary_role
@@ -131,10 +131,7 @@ class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 return self._hooks[key]
             thread = key.removeprefix("thread:") if key and key.startswith("thread:") else None
             session = f"{self.session_prefix}{thread}" if thread is not None else None  # None: a new uuid
-            options = dict(self._hook_options)
-            if not self.recall_enabled:
-                options["recall_note"] = ""  # no tool offered: the summary must not point to one
-            hook = CompactionHook(self.model_max_tokens, session=session, **options)
+            hook = CompactionHook(self.model_max_tokens, session=session, **self._hook_options)
             if key is not None:
                 self._hooks[key] = hook
                 while len(self._hooks) > MAX_CONVERSATIONS:
@@ -150,7 +147,7 @@ class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if len(new) == len(converted) and all(a is b for a, b in zip(new, converted)):
             return None
         original = {id(d): m for d, m in zip(converted, messages)}
-        return [original[id(d)] if id(d) in original else summary_to_langchain(d, self.summary_role) for d in new]
+        return [original[id(d)] if id(d) in original else summary_to_langchain(d) for d in new]
 
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         messages = state["messages"]

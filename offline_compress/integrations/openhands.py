@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ except ImportError as err:  # pragma: no cover - depends on the installed extras
 
 from ..compressor import DEFAULT_MODEL, Compressor, default_compressor, is_summary_message
 from ..cut import cut_index, head_end
-from ..hook import CompactionHook
+from ..hook import DEFAULT_SUMMARY_FRACTION, DEFAULT_SUMMARY_MAX_TOKENS, CompactionHook
 from ..messages import Message, as_messages
 from ..tokens import get_counter
 from ..trigger import TriggerConfig, evaluate_compression
@@ -101,8 +102,9 @@ class OfflineCondenser(RollingCondenser):
     ``effective_max_input_tokens`` (the smaller of the two when both are known). ``keep_first``: events at the
     start never condensed (the SDK's convention; the system prompt is always kept). ``keep_last``: messages kept
     verbatim at the end. ``model``: the compressor's model (manifest name or ``.gguf`` path; None: extractive,
-    no model). ``archive_path``, ``session``: where the replaced events are archived (``CompactionHook``).
-    ``compressor=``: an already loaded ``Compressor`` to share (not serialised)."""
+    no model). ``archive_path``, ``session``: where the replaced events are archived (``CompactionHook``; default
+    a new session id per condenser). ``summary_fraction``, ``summary_max_tokens``: the summary's token budget
+    (``CompactionHook``'s). ``compressor=``: an already loaded ``Compressor`` to share (not serialised)."""
 
     max_tokens: int | None = Field(default=None, gt=0)
     keep_first: int = Field(default=2, ge=0)
@@ -111,9 +113,12 @@ class OfflineCondenser(RollingCondenser):
     archive_path: str | None = None
     session: str | None = None
     trigger: TriggerConfig = TriggerConfig()
+    summary_fraction: float = Field(default=DEFAULT_SUMMARY_FRACTION, gt=0, le=1)
+    summary_max_tokens: int = Field(default=DEFAULT_SUMMARY_MAX_TOKENS, gt=0)
 
     _compressor: Compressor | None = PrivateAttr(default=None)
     _hook: CompactionHook | None = PrivateAttr(default=None)
+    _session: str = PrivateAttr(default_factory=lambda: uuid.uuid4().hex)
 
     def __init__(self, *, compressor: Compressor | None = None, **data: Any) -> None:
         super().__init__(**data)
@@ -122,15 +127,22 @@ class OfflineCondenser(RollingCondenser):
     def handles_condensation_requests(self) -> bool:
         return True
 
-    @property
-    def hook(self) -> CompactionHook:
-        """The hook that writes and archives the summaries (created on first use)."""
-        if self._hook is None:
+    def hook_for(self, window: int) -> CompactionHook:
+        """The hook that writes and archives the summaries, for a window of ``window`` tokens (its summary
+        budget is a share of the window). Created on first use, again if the window changes, same session."""
+        if self._hook is None or self._hook.model_max_tokens != window:
             compressor = self._compressor or default_compressor(self.model)
             archive = Path(self.archive_path) if self.archive_path else None
             # recall_note="": a condenser cannot offer the agent a tool, so the summary must not mention one.
-            self._hook = CompactionHook(self.max_tokens or 1, archive_path=archive, session=self.session,
-                                        compressor=compressor, trigger=self.trigger, recall_note="")
+            self._hook = CompactionHook(window, archive_path=archive, session=self.session or self._session,
+                                        compressor=compressor, trigger=self.trigger, recall_note="",
+                                        summary_fraction=self.summary_fraction,
+                                        summary_max_tokens=self.summary_max_tokens)
+        return self._hook
+
+    @property
+    def hook(self) -> CompactionHook | None:
+        """The hook of the last condensation (None before the first)."""
         return self._hook
 
     def window(self, agent_llm: LLM | None) -> int:
@@ -214,8 +226,7 @@ class OfflineCondenser(RollingCondenser):
         messages, starts = view_messages(view.events)
         parsed = as_messages(messages)
         head, cut = self.forgotten_range(view, parsed, starts, keep_last)
-        hook = self.hook
-        hook.model_max_tokens = self.window(agent_llm)
+        hook = self.hook_for(self.window(agent_llm))
         hook.keep_first, hook.keep_last = head, len(messages) - cut
         hook.summary = None  # the previous summary is the one in the view (merged by the compressor), never memory
         new = hook.compact(messages, reason=reason if requirement is not None else "request")
