@@ -22,7 +22,7 @@ CONSTRAINT = "DO NOT MODIFY: Tests, configuration files (pyproject.toml, setup.c
 
 def inputs(tmp_path: Path, files=SOURCES) -> Path:
     folder = tmp_path / "in"
-    folder.mkdir(exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     for f in files:
         shutil.copy(f, folder / f.name)
     return folder
@@ -150,3 +150,14 @@ def test_ray_two_workers_write_the_same_outputs(tmp_path, capsys):
     assert "on Ray, 2 workers" in err and "3 compressed, 0 skipped, 1 failed" in last_line(err)
     assert failed_files(err) == ["broken.json"]
     assert outputs(tmp_path / "ray") == outputs(tmp_path / "local")  # same bytes, written by the workers
+
+
+def test_a_gzip_input_gives_the_summary_of_its_content(tmp_path, capsys):
+    plain = FIXTURES / "mini-swe-agent" / "github_issue.traj.json"
+    packed = FIXTURES / "mini-swe-agent" / "github_issue.traj.json.gz"
+    assert main(["batch", str(inputs(tmp_path / "a", [plain])), "--out", str(tmp_path / "a" / "out"),
+                 "--no-model"]) == 0
+    assert main(["batch", str(inputs(tmp_path / "b", [packed])), "--out", str(tmp_path / "b" / "out"),
+                 "--no-model"]) == 0
+    assert outputs(tmp_path / "b" / "out") == outputs(tmp_path / "a" / "out")
+    assert sorted(outputs(tmp_path / "b" / "out")) == ["github_issue.summary.json"]
