@@ -73,7 +73,7 @@ def cmd_compress(args: argparse.Namespace) -> int:
     if server is None and model is not None:
         _progress("loading the model and compiling the grammar (once per process)")
     compressor = Compressor(model, keep_last=args.keep_last, max_tokens=args.max_tokens, n_threads=args.threads,
-                            backend=server, **({"n_ctx": args.n_ctx} if args.n_ctx else {}))
+                            backend=server, decoder=args.decoder, **({"n_ctx": args.n_ctx} if args.n_ctx else {}))
     backend = compressor.backend
     if backend is not None:
         how = ""

@@ -69,9 +69,8 @@ def build_prompts(backend: LlamaCppBackend) -> list[tuple[str, str, str]]:
 
 
 def prompt_ready(backend: LlamaCppBackend, prefix: str, suffix: str) -> list[int]:
-    backend._restore_prefix(prefix)
     prompt = backend.tokenize(prefix + suffix, add_bos=True)
-    backend.fast_decoder().eval_prompt(prompt)
+    backend.eval_prompt(prefix, prompt)
     return prompt
 
 

@@ -131,7 +131,7 @@ bench() {
   python3 -c "import llama_cpp; print('llama-cpp-python', llama_cpp.__version__, 'GPU offload:', llama_cpp.llama_supports_gpu_offload())" \
     | tee "$out/bench.log"
   set -o pipefail
-  python3 -m offline_compress.cli bench --gpu-only --repeats 3 --server-files 2 --out "$out/bench" "$WORK/trajs" 2>&1 \
+  python3 -m offline_compress.cli bench --gpu-only --repeats 2 --server-files 2 --out "$out/bench" "$WORK/trajs" 2>&1 \
     | tee -a "$out/bench.log"
 }
 

@@ -154,7 +154,7 @@ class LlamaCppBackend:
             raise BackendError(f"prompt of {len(prompt)} tokens + {max_tokens} output tokens exceeds n_ctx={self.n_ctx}")
         return prompt
 
-    def _eval_prompt(self, prefix: str, prompt: list[int]) -> tuple[int, bool]:
+    def eval_prompt(self, prefix: str, prompt: list[int]) -> tuple[int, bool]:
         """The KV cache holds all of ``prompt`` afterwards: the prefix's restored, the rest evaluated. Returns
         (prefix tokens, prefix cached). The fixed prefix ends in a newline that never merges with what follows,
         so its tokens start the prompt's; if a prefix ever did not, the whole prompt is evaluated afresh."""
@@ -180,7 +180,7 @@ class LlamaCppBackend:
         prompt = self._prompt(prefix, suffix, max_tokens)
         start = time.perf_counter()
         threads = self._choose_threads()
-        prefix_tokens, cached = self._eval_prompt(prefix, prompt)
+        prefix_tokens, cached = self.eval_prompt(prefix, prompt)
         prompt_done = time.perf_counter()
         text = generator(prefix + suffix, max_tokens=max_tokens, temperature=0.0, seed=0, repeat_penalty=repeat_penalty)
         return Generation(
@@ -218,7 +218,7 @@ class LlamaCppBackend:
         prompt = self._prompt(prefix, suffix, max_tokens)
         start = time.perf_counter()
         threads = self._choose_threads()
-        prefix_tokens, cached = self._eval_prompt(prefix, prompt)
+        prefix_tokens, cached = self.eval_prompt(prefix, prompt)
         prompt_done = time.perf_counter()
         result = decoder.decode(schema, max_tokens, repeat_penalty=repeat_penalty, prompt_tokens=prompt)
         text = self.llm.detokenize(result.tokens, prev_tokens=prompt).decode("utf-8", errors="ignore")

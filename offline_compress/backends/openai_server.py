@@ -11,7 +11,9 @@ The draft's JSON schema is asked for through the server's structured-output API,
   on both endpoints; llama-cpp-python's completions endpoint accepts nothing else and ignores ``response_format``).
 
 ``auto`` picks by what the server says it is (one look at ``/v1/models``, ``/props`` and the tokenize endpoints
-when the backend is built) and, if the server rejects the request (HTTP 400/422), tries the next format.
+when the backend is built) and, if the server rejects the request (HTTP 400/422), tries the next format (a request
+every format gets rejected for, say a prompt over the server's window, costs three quick rejections, then the
+last error).
 
 Servers can fail open (llama.cpp's server has answered 200 with unconstrained text when a grammar failed to
 compile; servers ignore fields they do not know), so nothing here trusts the answer: the compressor validates every
@@ -278,8 +280,8 @@ class OpenAIServerBackend:
         while True:
             style = self._styles[0]
             status, payload = self._request("POST", path, body | structured_fields(style, sent))
-            if status in (400, 422) and len(self._styles) > 1 and self._rejects_format(payload):
-                self._styles.pop(0)  # the server said no to this format: the next one, from now on
+            if status in (400, 422) and len(self._styles) > 1:
+                self._styles.pop(0)  # the server said no to this request: the next format, from now on
                 continue
             break
         total = time.perf_counter() - start
@@ -300,12 +302,6 @@ class OpenAIServerBackend:
             prompt_seconds=float(timings.get("prompt_ms") or 0.0) / 1000,
             total_seconds=total,
         )
-
-    @staticmethod
-    def _rejects_format(payload: Any) -> bool:
-        """A 400/422 that is about the request's fields (not, say, the context length)."""
-        text = _error_text(payload).lower()
-        return not any(word in text for word in ("context", "too long", "exceed"))
 
 
 def _error_text(payload: Any) -> str:

@@ -15,6 +15,9 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--backend", choices=("llamacpp", "openai"), default="llamacpp",
                        help="llamacpp: the model in this process (default); openai: an OpenAI-compatible server "
                             "(llama.cpp's llama-server, llama-cpp-python's server, vLLM)")
+    group.add_argument("--decoder", choices=("outlines", "forced"), default="outlines",
+                       help="in-process constrained decoder: outlines (Outlines' Generator, default) or forced (the "
+                            "forced-token loop, fastdecode.py: ~10%% less time per compaction on 2 CPU cores)")
     group.add_argument("--base-url", help="the server's root URL, e.g. http://127.0.0.1:8080 (with --backend openai)")
     group.add_argument("--api", choices=("chat", "completions"), default="chat",
                        help="server endpoint: chat (an instruct model; default) or completions (a base model's raw "
@@ -37,6 +40,8 @@ def backend_from_args(args: argparse.Namespace) -> Any:
         if args.base_url:
             raise ValueError("--base-url needs --backend openai")
         return None
+    if args.decoder != "outlines":
+        raise ValueError("--decoder is for the in-process backend (a server decodes with its own engine)")
     if not args.base_url:
         raise ValueError("--backend openai needs --base-url (e.g. http://127.0.0.1:8080)")
     if getattr(args, "no_model", False):

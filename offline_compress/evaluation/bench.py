@@ -637,6 +637,12 @@ def _table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def save_partial(results: dict[str, Any], out: Path) -> None:
+    """results.json as far as the run got (a run stopped at a time limit still leaves its finished sections)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+
+
 def write_report(results: dict[str, Any], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
@@ -682,8 +688,8 @@ def write_report(results: dict[str, Any], out: Path) -> None:
 
 SECTIONS = ("trigger", "compression", "decoders", "decoding", "prefix_cache", "threads", "attention", "contention",
             "naive", "gpu", "server")
-# What is worth a GPU's time (about 3 minutes on one): compression latency with every layer offloaded, and the
-# server backend against llama-cpp-python's server with every layer offloaded.
+# What is worth a GPU's time (about 3 minutes on one): compression latency with every layer offloaded (both
+# decoders), and the server backend against llama-cpp-python's server with every layer offloaded.
 GPU_SECTIONS = ("gpu", "server")
 
 
@@ -724,10 +730,12 @@ def run(args: argparse.Namespace) -> int:
     if "compression" in sections:
         results["compression"] = bench_compression(compressor, files, 1 if quick else args.repeats)
         results["compression_summary"] = summarise(results["compression"]) | {"peak_rss_mb": peak_rss_mb()}
+        save_partial(results, out)
     if "decoders" in sections:
         decoders = bench_decoders(compressor, files, 1 if quick else args.repeats)
         results["decoders"] = decoders["rows"]
         results["decoders_summary"] = decoders["summary"]
+        save_partial(results, out)
     if "decoding" in sections:
         results["decoding"] = bench_decoding(compressor, repeats=1 if quick else 8)
         cost = forced_token_cost(compressor, 3 if quick else 7)
@@ -762,8 +770,12 @@ def run(args: argparse.Namespace) -> int:
             on_gpu = Compressor(model, n_gpu_layers=-1)
             results["machine"]["gpu_backend"] = on_gpu.backend.name
             results["machine"]["gpu_name"] = gpu_name()
-            results["compression_gpu"] = bench_compression(on_gpu, files, 1 if quick else args.repeats)
-            results["compression_gpu_summary"] = summarise(results["compression_gpu"])
+            # Both decoders, same trajectories, rotating order: the compression latency on the GPU and what the
+            # forced-token loop saves there.
+            decoders = bench_decoders(on_gpu, files, 1 if quick else args.repeats)
+            results["decoders_gpu"] = decoders["rows"]
+            results["decoders_gpu_summary"] = decoders["summary"]
+            save_partial(results, out)
             del on_gpu
         else:
             log("gpu: skipped (llama-cpp-python has no GPU offload in this build)" if not args.no_gpu else "gpu: --no-gpu")
