@@ -42,17 +42,26 @@ GARBAGE = "Sure! Here is a summary of the log: the agent fixed a syntax error an
 Responder = Callable[[str, str, Any], tuple[int, Any]]
 
 
+class Received(list):  # type: ignore[type-arg]
+    """The (method, path, JSON body) of each request, in order; ``headers`` beside them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.headers: list[dict[str, str]] = []
+
+
 @contextmanager
-def fake_server(respond: Responder) -> Iterator[tuple[str, list[tuple[str, str, Any]]]]:
+def fake_server(respond: Responder) -> Iterator[tuple[str, Received]]:
     """A local HTTP server whose answers come from ``respond(method, path, json body)``; yields (its URL, the
     requests it received)."""
-    received: list[tuple[str, str, Any]] = []
+    received = Received()
 
     class Handler(BaseHTTPRequestHandler):
         def _answer(self, method: str) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length)) if length else None
             received.append((method, self.path, body))
+            received.headers.append(dict(self.headers))
             status, payload = respond(method, self.path, body)
             data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
             self.send_response(status)
@@ -298,6 +307,14 @@ def test_cli_compress_through_an_unreachable_server_prints_one_line_and_exits_2(
     assert err[-1] == f"offline-compress: error: http://127.0.0.1:{port}/v1/models: connection refused (is the server running?)"
     assert cli_main(["compress", str(FIXTURE), "--backend", "openai"]) == 2
     assert "needs --base-url" in capsys.readouterr().err
+    assert cli_main(["compress", str(FIXTURE), "--base-url", f"http://127.0.0.1:{port}"]) == 2
+    assert "--base-url needs --backend openai" in capsys.readouterr().err
+    assert cli_main(["compress", str(FIXTURE), "--backend", "openai", "--base-url", f"http://127.0.0.1:{port}",
+                     "--decoder", "forced"]) == 2
+    assert "--decoder is for the in-process backend" in capsys.readouterr().err
+    assert cli_main(["compress", str(FIXTURE), "--backend", "openai", "--base-url", f"http://127.0.0.1:{port}",
+                     "--api-key-env", "OC_TEST_UNSET_VARIABLE"]) == 2
+    assert "OC_TEST_UNSET_VARIABLE: that environment variable is not set" in capsys.readouterr().err
 
 
 def test_cli_compress_through_a_server(tmp_path, capsys, monkeypatch):
@@ -314,6 +331,7 @@ def test_cli_compress_through_a_server(tmp_path, capsys, monkeypatch):
     assert code == 0, capsys.readouterr().err
     assert json.loads(out.read_text())["recent_narrative"].startswith("The agent fixed the missing colon.")
     assert next(b for _, p, b in received if p == "/v1/chat/completions")["model"] == "m"
+    assert {h.get("Authorization") for h in received.headers} == {"Bearer sk-test-123"}  # on every request
 
 
 # -- llama-cpp-python's own server, serving the embedded model -------------------------------------------------

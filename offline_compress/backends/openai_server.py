@@ -57,22 +57,20 @@ def bounded_schema(schema: dict[str, Any]) -> dict[str, Any]:
     pattern alone still bounds the string."""
     out = copy.deepcopy(schema)
     out.pop("x-guidance", None)
-
-    def visit(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("type") == "string" and "maxLength" in node and "pattern" in node:
-                m = _OPEN_PATTERN.match(node["pattern"])
-                if m:
-                    literal = re.sub(r"\\(.)", r"\1", m.group(1))
-                    room = max(0, int(node["maxLength"]) - len(literal))
-                    node["pattern"] = f"^{m.group(1)}{m.group(2)}{{0,{room}}}$"
-            for value in node.values():
-                visit(value)
-        elif isinstance(node, list):
-            for value in node:
-                visit(value)
-
-    visit(out)
+    pending: list[Any] = [out]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, list):
+            pending.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        pending.extend(node.values())
+        m = _OPEN_PATTERN.match(node.get("pattern", "")) if node.get("type") == "string" else None
+        if m and "maxLength" in node:
+            literal = re.sub(r"\\(.)", r"\1", m.group(1))
+            room = max(0, int(node["maxLength"]) - len(literal))
+            node["pattern"] = f"^{m.group(1)}{m.group(2)}{{0,{room}}}$"
     return out
 
 
