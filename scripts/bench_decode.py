@@ -55,7 +55,7 @@ PROMPT_BUDGET = 1536
 
 
 def build_prompts(backend: LlamaCppBackend) -> list[tuple[str, str, str]]:
-    instruct = backend.chat_template is not None
+    instruct = backend.instruct
     prefix = fixed_prefix(instruct)
     out = []
     for path in sorted((REPO / "tests/fixtures/mini-swe-agent").glob("*.traj.json")):

@@ -42,7 +42,7 @@ WHEELS=(
   gguf==0.19.0 outlines==1.3.3 outlines_core==0.2.14 llguidance==1.9.1 jsonschema==4.26.0 referencing==0.37.0
   rpds-py==2026.9.1 jsonschema-specifications==2025.9.1 diskcache==5.6.3 genson==1.4.0
   fastapi==0.165.0 starlette==1.10.0 uvicorn==0.54.0 sse-starlette==3.7.0 starlette-context==0.3.6
-  pydantic-settings==2.16.3 python-dotenv==1.2.4 opentelemetry-api==1.45.2
+  pydantic-settings==2.16.3 python-dotenv==1.2.4 opentelemetry-api==1.45.2 detect-secrets==1.5.0
 )
 
 prepare() {

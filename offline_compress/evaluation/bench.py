@@ -603,7 +603,7 @@ def bench_naive(compressor: Any, files: Sequence[Path], n_ctx: int) -> list[dict
     from ..prompt import closing, fixed_prefix
 
     naive = LlamaCppBackend(compressor.backend.model_path, n_ctx=n_ctx, n_threads=compressor.backend.n_threads)
-    prefix = fixed_prefix(naive.chat_template is not None)
+    prefix = fixed_prefix(naive.instruct)
     rows = []
     for path in tqdm(files, desc="naive", file=sys.stderr):
         messages = load_history(path)
