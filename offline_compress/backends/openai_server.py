@@ -130,11 +130,11 @@ class OpenAIServerBackend:
         parts = urlsplit(base_url.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"base URL must be http(s)://host[:port][/path], got {base_url!r}")
-        self.url = base_url.strip().rstrip("/")
         self._https = parts.scheme == "https"
         self._host = parts.hostname
         self._port = parts.port or (443 if self._https else 80)
         root = parts.path.rstrip("/")
+        self.url = f"{self._origin()}{root}"  # no user:password@ from the URL in names and messages
         self._root = root[: -len("/v1")] if root.endswith("/v1") else root
         self.api: Api = api
         self.api_key = api_key
