@@ -62,19 +62,24 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_compress(args: argparse.Namespace) -> int:
+    from .backends.options import backend_from_args
     from .compressor import DEFAULT_MODEL, Compressor
 
     messages = _load(args)
     _progress(f"read {len(messages)} messages from {args.file}")
     start = time.perf_counter()
+    server = backend_from_args(args)
     model = None if args.no_model else (args.model or DEFAULT_MODEL)
-    if model is not None:
+    if server is None and model is not None:
         _progress("loading the model and compiling the grammar (once per process)")
-    compressor = Compressor(model, keep_last=args.keep_last, max_tokens=args.max_tokens, n_threads=args.threads)
+    compressor = Compressor(model, keep_last=args.keep_last, max_tokens=args.max_tokens, n_threads=args.threads,
+                            backend=server, decoder=args.decoder, **({"n_ctx": args.n_ctx} if args.n_ctx else {}))
     backend = compressor.backend
     if backend is not None:
-        threads = "threads chosen per call" if backend.adaptive_threads else f"{backend.n_threads} threads"
-        _progress(f"model ready in {time.perf_counter() - start:.1f} s ({threads}); compressing")
+        how = ""
+        if hasattr(backend, "adaptive_threads"):
+            how = "; threads chosen per call" if backend.adaptive_threads else f"; {backend.n_threads} threads"
+        _progress(f"{backend.name} ready in {time.perf_counter() - start:.1f} s{how}; compressing")
     result = compressor.compress_detailed(messages)
     s = result.stats
     _progress(
@@ -82,6 +87,8 @@ def cmd_compress(args: argparse.Namespace) -> int:
         f"(prompt {s.prompt_tokens} tokens, generated {s.generated_tokens}; groundedness "
         f"{result.grounding.groundedness:.0%}, {len(result.grounding.dropped)} unsupported items dropped)"
     )
+    if s.fallback:
+        _progress(f"warning: the summary has no model draft (extractive only): {s.fallback}")
     _emit(result.context.to_json(), args.output)
     return 0
 
@@ -108,15 +115,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokenizer", help="target tokenizer (as for count)")
     p.set_defaults(func=cmd_check)
 
+    from .backends.options import add_backend_arguments
+
     p = sub.add_parser("compress", help="summarise all but the last messages into a CompressedContext (JSON)")
     history_args(p)
     p.add_argument("-o", "--output", help="write the JSON here (atomically) instead of stdout")
-    p.add_argument("--model", help="manifest name or .gguf path of the compressor model (default: the embedded Gemma)")
+    p.add_argument("--model", help="manifest name or .gguf path of the compressor model (default: the embedded Gemma); "
+                                   "with --backend openai, the server's model id (default: its only model)")
     p.add_argument("--no-model", action="store_true",
                    help="extractive only: exact facts, no model loaded (milliseconds instead of seconds)")
     p.add_argument("--keep-last", type=int, default=5, help="messages kept out of the summary (default 5)")
     p.add_argument("--max-tokens", type=int, default=2048, help="output token budget of the model (default 2048)")
     p.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the cores available)")
+    add_backend_arguments(p)
     p.set_defaults(func=cmd_compress)
 
     from .contradictions import add_contradictions_parser

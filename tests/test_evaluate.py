@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from offline_compress import schema as S
-from offline_compress.backend import Generation
+from offline_compress.backends import Generation
 from offline_compress.cli import main as cli_main
 from offline_compress.compressor import Compressor
 from offline_compress.evaluation import reference, scoring
@@ -303,19 +303,20 @@ def test_aggregate_sums_counts_and_checks_targets() -> None:
 class StubBackend:
     """Stands in for llama.cpp: a fixed draft, instantly (the scoring path is what these tests exercise)."""
 
-    chat_template = None
+    name = "stub"
+    instruct = False
     n_ctx = 8192
-    n_threads = 1
 
     def count(self, text: str) -> int:
         return len(text) // 3
 
-    def generate_json(self, prefix: str, suffix: str, schema: Any, max_tokens: int, repeat_penalty: float = 1.0) -> Generation:
+    def generate(self, prefix: str, suffix: str, schema: Any, max_tokens: int, repeat_penalty: float = 1.0) -> Generation:
         draft = {"recent_narrative": "The agent ran the tests.", "decisions": [],
                  "task_state": {"completed": [], "remaining": [], "blockers": []}}
         return Generation(json.dumps(draft), 100, 10, False, 20, 0.01, 0.02, threads=1)
 
-    generate_json_fast = generate_json
+    def close(self) -> None:
+        pass
 
 
 def test_main_with_a_stub_model_prints_the_table_and_writes_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
