@@ -108,6 +108,9 @@ class CompactionRecord(BaseModel):
     history: int | None  # messages in the history before it; None: imported from JSONL, not restorable
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 class RecallHit(BaseModel):
     """One archived message that matches a recall query; the snippet is redacted."""
 
@@ -334,13 +337,17 @@ class Archive:
     def _insert_messages(self, session: str, number: int, rows: Sequence[_Row]) -> None:
         c = self._conn
         for row in rows:
-            digest = hashlib.sha256(row.json.encode("utf-8")).hexdigest()
-            c.execute("INSERT OR IGNORE INTO contents VALUES (?, ?)", (digest, row.json))
+            # A lone surrogate (valid in JSON: a text cut inside a UTF-16 pair) cannot be stored as UTF-8: it is
+            # kept as its JSON escape, which reads back as the same string.
+            text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", row.json)
+            digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            c.execute("INSERT OR IGNORE INTO contents VALUES (?, ?)", (digest, text))
             rowid = c.execute("INSERT INTO messages (session, compaction, idx, role, replaced, hash) VALUES "
                               "(?, ?, ?, ?, ?, ?)", (session, number, row.index, row.role, int(row.replaced),
                                                      digest)).lastrowid
             if row.search is not None:
-                c.execute("INSERT INTO message_text (rowid, text) VALUES (?, ?)", (rowid, row.search))
+                c.execute("INSERT INTO message_text (rowid, text) VALUES (?, ?)",
+                          (rowid, _LONE_SURROGATE.sub("\ufffd", row.search)))
 
     # ---------------------------------------------------------------------------------------------- reading
 

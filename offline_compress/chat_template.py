@@ -182,13 +182,12 @@ def _system_prefix(message: _Light) -> str:
 
 
 def _tool_call_line(call: ToolCall) -> str:
+    record: dict[str, Any] = {"id": call.id} if call.id else {}
     try:
         arguments: Any = json.loads(call.function.arguments) if call.function.arguments else {}
-    except ValueError:
-        arguments = call.function.arguments
-    record: dict[str, Any] = {"id": call.id} if call.id else {}
-    record.update(name=call.function.name, arguments=arguments)
-    return json.dumps(record, ensure_ascii=False)
+        return json.dumps({**record, "name": call.function.name, "arguments": arguments}, ensure_ascii=False)
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than Python parses: the text as it is
+        return json.dumps({**record, "name": call.function.name, "arguments": call.function.arguments}, ensure_ascii=False)
 
 
 def _tool_header(message: _Light) -> str:

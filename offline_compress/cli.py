@@ -15,6 +15,14 @@ from .errors import OfflineCompressError
 from .files import write_atomic
 
 
+def one_line(text: str) -> str:
+    """``text`` with every character that is not printable (line breaks, form feeds, U+2028, control codes, lone
+    surrogates from a file's JSON) written as its escape, so that an error quoting the input stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii") for ch in text)
+
+
 def _progress(message: str) -> None:
     print(f"offline-compress: {message}", file=sys.stderr, flush=True)
 
@@ -30,7 +38,7 @@ def _emit(document: Any, out: str | None) -> None:
 def _load(args: argparse.Namespace):
     from .formats import load_history
 
-    return load_history(args.file, args.format)
+    return load_history(args.file, args.format, instance=args.instance)
 
 
 def cmd_count(args: argparse.Namespace) -> int:
@@ -54,19 +62,24 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_compress(args: argparse.Namespace) -> int:
+    from .backends.options import backend_from_args
     from .compressor import DEFAULT_MODEL, Compressor
 
     messages = _load(args)
     _progress(f"read {len(messages)} messages from {args.file}")
     start = time.perf_counter()
+    server = backend_from_args(args)
     model = None if args.no_model else (args.model or DEFAULT_MODEL)
-    if model is not None:
+    if server is None and model is not None:
         _progress("loading the model and compiling the grammar (once per process)")
-    compressor = Compressor(model, keep_last=args.keep_last, max_tokens=args.max_tokens, n_threads=args.threads)
+    compressor = Compressor(model, keep_last=args.keep_last, max_tokens=args.max_tokens, n_threads=args.threads,
+                            backend=server, decoder=args.decoder, **({"n_ctx": args.n_ctx} if args.n_ctx else {}))
     backend = compressor.backend
     if backend is not None:
-        threads = "threads chosen per call" if backend.adaptive_threads else f"{backend.n_threads} threads"
-        _progress(f"model ready in {time.perf_counter() - start:.1f} s ({threads}); compressing")
+        how = ""
+        if hasattr(backend, "adaptive_threads"):
+            how = "; threads chosen per call" if backend.adaptive_threads else f"; {backend.n_threads} threads"
+        _progress(f"{backend.name} ready in {time.perf_counter() - start:.1f} s{how}; compressing")
     result = compressor.compress_detailed(messages)
     s = result.stats
     _progress(
@@ -74,6 +87,8 @@ def cmd_compress(args: argparse.Namespace) -> int:
         f"(prompt {s.prompt_tokens} tokens, generated {s.generated_tokens}; groundedness "
         f"{result.grounding.groundedness:.0%}, {len(result.grounding.dropped)} unsupported items dropped)"
     )
+    if s.fallback:
+        _progress(f"warning: the summary has no model draft (extractive only): {s.fallback}")
     _emit(result.context.to_json(), args.output)
     return 0
 
@@ -84,7 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     def history_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("file", help="history file (JSON list, JSONL, {messages: [...]}, or an agent's format); - for stdin")
-        p.add_argument("--format", default="auto", help="auto (default), openai, mini-swe-agent, swe-agent, openhands, aider")
+        p.add_argument("--format", default="auto",
+                       help="auto (default), openai, mini-swe-agent, swe-agent, openhands, openhands-eval, aider")
+        p.add_argument("--instance", help="the instance to read from an OpenHands evaluation output.jsonl that holds several")
 
     p = sub.add_parser("count", help="exact token count of a history as the target model sees it")
     history_args(p)
@@ -98,15 +115,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokenizer", help="target tokenizer (as for count)")
     p.set_defaults(func=cmd_check)
 
+    from .backends.options import add_backend_arguments
+
     p = sub.add_parser("compress", help="summarise all but the last messages into a CompressedContext (JSON)")
     history_args(p)
     p.add_argument("-o", "--output", help="write the JSON here (atomically) instead of stdout")
-    p.add_argument("--model", help="manifest name or .gguf path of the compressor model (default: the embedded Gemma)")
+    p.add_argument("--model", help="manifest name or .gguf path of the compressor model (default: the embedded Gemma); "
+                                   "with --backend openai, the server's model id (default: its only model)")
     p.add_argument("--no-model", action="store_true",
                    help="extractive only: exact facts, no model loaded (milliseconds instead of seconds)")
     p.add_argument("--keep-last", type=int, default=5, help="messages kept out of the summary (default 5)")
     p.add_argument("--max-tokens", type=int, default=2048, help="output token budget of the model (default 2048)")
     p.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the cores available)")
+    add_backend_arguments(p)
     p.set_defaults(func=cmd_compress)
 
     from .contradictions import add_contradictions_parser
@@ -128,6 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .evaluation.ab_live import add_ab_parser
 
     add_ab_parser(sub)
+    from .download import add_download_parser
+
+    add_download_parser(sub)
+    from .batch import add_batch_parser
+
+    add_batch_parser(sub)
     from .evaluation.load import add_load_test_parser
 
     add_load_test_parser(sub)
@@ -143,7 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (OfflineCompressError, ValueError) as err:
-        print(f"offline-compress: error: {err}", file=sys.stderr)
+        print(f"offline-compress: error: {one_line(str(err))}", file=sys.stderr)
+        return 2
+    except RecursionError:  # only input can nest this deep; the readers turn what they meet into InputErrors
+        print("offline-compress: error: the input is nested too deeply to process", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -22,12 +22,14 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from . import schema as S
-from .backend import LlamaCppBackend
+from .backends import Backend, Generation
 from .cut import cut_index, head_end
 from .draft import Draft, DraftTaskState, draft_json_schema, worst_case_tokens
 from .errors import EmptyHistoryError
 from .extract.facts import Facts, extract_facts
 from .extract.conventions import is_tool_output
+from .final_redaction import redact_summary
+from .redact import redact_messages
 from .extract.task import extract_task
 from .ground import GroundingReport, SourceIndex
 from .merge import merge
@@ -42,6 +44,7 @@ DEFAULT_MODEL = "default"  # the embedded model (manifest default); ``model=None
 DEFAULT_MAX_TOKENS = 2048
 DEFAULT_KEEP_LAST = 5
 DEFAULT_SUMMARY_TOKENS = 2048  # token budget of a summary when the caller names none (the hook: a share of its window)
+DRAFT_ATTEMPTS = 2  # a draft that fails validation is asked for once more, then the summary goes without one
 SUMMARY_PREFIX = "[CONTEXT_SUMMARY]\n"
 
 
@@ -96,6 +99,9 @@ class CompressionStats(BaseModel):
     draft_valid: bool = True
     clipped_items: int = 0
     threads: int = 0  # llama.cpp threads the model ran with (chosen per call unless fixed)
+    backend: str = ""  # what wrote the draft (Backend.name); "" without a model
+    attempts: int = 0  # generations asked for (a draft that fails validation is asked for once more)
+    fallback: str | None = None  # why the summary went without the model's draft (then the extractive summary)
 
 
 class CompressionResult(BaseModel):
@@ -119,8 +125,7 @@ class PreparedPrompt:
     kept_texts: tuple[str, ...] = ()  # texts of the messages kept verbatim around the summary (head and recent)
 
 
-EMPTY_DRAFT = Draft(recent_narrative="The agent ", decisions=[], task_state=DraftTaskState(completed=[], remaining=[], blockers=[]))
-# No model: nothing written (constructed, not validated: the grammar requires "The agent " for the model).
+# No model (or no valid draft): nothing written (constructed, not validated: the grammar requires "The agent ").
 NO_DRAFT = Draft.model_construct(recent_narrative="", decisions=[], task_state=DraftTaskState(completed=[], remaining=[], blockers=[]))
 
 
@@ -129,7 +134,9 @@ class Compressor:
 
     ``model``: a manifest name or a ``.gguf`` path; ``"default"`` (the default) is the embedded model;
     ``None`` compresses without a model (extractive: the exact facts only, no narrative or model items),
-    which loads nothing and takes milliseconds."""
+    which loads nothing and takes milliseconds. ``backend``: any ``offline_compress.backends.Backend`` instead
+    (e.g. ``OpenAIServerBackend`` for a model server); ``model`` and the llama.cpp settings are then unused.
+    ``decoder``: the in-process backend's constrained decoder (``"outlines"``, or the ``"forced"`` token loop)."""
 
     def __init__(
         self,
@@ -143,9 +150,9 @@ class Compressor:
         n_gpu_layers: int = 0,
         flash_attn: bool = False,
         repeat_penalty: float = 1.3,
-        fast: bool = True,
+        decoder: str = "outlines",
         verify_model: bool = True,
-        backend: LlamaCppBackend | None = None,
+        backend: Backend | None = None,
         summary_tokens: int | None = DEFAULT_SUMMARY_TOKENS,
     ) -> None:
         if summary_tokens is not None and summary_tokens <= 0:
@@ -159,21 +166,26 @@ class Compressor:
         self.keep_last = keep_last
         self.prompt_budget = prompt_budget
         self.repeat_penalty = repeat_penalty
-        self.fast = fast  # forced-token loop (fastdecode.py); False: Outlines' Generator, one decode per token
-        self._lock = generation_lock(backend)  # one llama.cpp context: one generation at a time
+        self._lock = threading.Lock()  # no backend: nothing to guard but the (cheap) extractive path
         if backend is None and model is None:
             self.backend = None
             self.instruct = False
             self.prefix = ""
             return
-        self.backend = backend or LlamaCppBackend(
-            resolve_model(None if model == DEFAULT_MODEL else model, verify=verify_model),
-            n_ctx=n_ctx,
-            n_threads=n_threads,
-            n_gpu_layers=n_gpu_layers,
-            flash_attn=flash_attn,
-        )
-        self.instruct = self.backend.chat_template is not None
+        if backend is None:
+            from .backends.llamacpp import LlamaCppBackend
+
+            backend = LlamaCppBackend(
+                resolve_model(None if model == DEFAULT_MODEL else model, verify=verify_model),
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                n_gpu_layers=n_gpu_layers,
+                flash_attn=flash_attn,
+                decoder=decoder,  # type: ignore[arg-type]
+            )
+        self.backend = backend
+        self._lock = generation_lock(backend)  # one llama.cpp context: one generation at a time, per backend object
+        self.instruct = self.backend.instruct
         self.prefix = fixed_prefix(self.instruct)
         room = self.backend.n_ctx - self.max_tokens - self.backend.count(self.prefix) - 64
         if room < 256:
@@ -209,7 +221,8 @@ class Compressor:
         summarises from the start; ``None`` leaves out the head (leading system messages and the task), as the
         hook does; an int leaves out that many. An earlier summary of ours anywhere after the head is merged,
         not summarised again."""
-        parsed = as_messages(messages)
+        # Redact first: every cut after this (error-line windows, clipped targets, the prompt) sees no secret.
+        parsed = redact_messages(as_messages(messages))
         keep = self.keep_last if keep_last is None else keep_last
         cut = cut_index(parsed, keep)
         head = head_end(parsed, keep_first, is_summary=is_summary_message)
@@ -258,25 +271,31 @@ class Compressor:
                                  head=prepared.head)
         if self.backend is None:
             return self._finish(start, prepared, NO_DRAFT, stats, budget)
-        with self._lock:
-            generate = self.backend.generate_json_fast if self.fast else self.backend.generate_json
-            generation = generate(self.prefix, prepared.suffix, self.schema, self.max_tokens, self.repeat_penalty)
-        try:
-            draft = Draft.model_validate_json(generation.text)
-        except ValidationError:
-            # Bounds make this unreachable in practice; if it ever happens the facts still stand on their own.
-            draft, stats.draft_valid = EMPTY_DRAFT, False
-        stats.prompt_tokens = generation.prompt_tokens
-        stats.prefix_tokens = generation.prefix_tokens
-        stats.prefix_cached = generation.prefix_cached
-        stats.threads = generation.threads
-        stats.generated_tokens = generation.generated_tokens
-        stats.prompt_seconds = generation.prompt_seconds
-        stats.model_seconds = generation.total_seconds
-        stats.generation_seconds = getattr(generation, "generation_seconds", generation.total_seconds - generation.prompt_seconds)
-        stats.grammar_seconds = getattr(generation, "mask_seconds", 0.0)
-        stats.forced_tokens = getattr(generation, "forced_tokens", 0)
+        draft = self._draft(prepared.suffix, stats)
         return self._finish(start, prepared, draft, stats, budget)
+
+    def _draft(self, suffix: str, stats: CompressionStats) -> Draft:
+        """The model's draft, validated against the bounded schema whatever the backend promised (a server may
+        answer 200 with unconstrained text when its grammar failed, or ignore a field it does not know). An
+        invalid draft is asked for once more; then the summary goes without one, as with ``model=None`` (the
+        exact facts stand on their own), and ``stats.fallback`` says why. ``BackendError`` (unreachable server,
+        timeout, HTTP error) propagates: one line, never a silent fallback."""
+        stats.backend = self.backend.name
+        problem = ""
+        for attempt in range(1, DRAFT_ATTEMPTS + 1):
+            with self._lock:  # one llama.cpp context (or one connection's worth of work) at a time
+                generation = self.backend.generate(self.prefix, suffix, self.schema, self.max_tokens, self.repeat_penalty)
+            _add_generation(stats, generation)
+            stats.attempts = attempt
+            try:
+                return Draft.model_validate_json(generation.text)
+            except ValidationError as err:
+                first = err.errors()[0]
+                where = ".".join(str(x) for x in first["loc"]) or "document"
+                problem = f"{where}: {first['msg']} ({len(generation.text)} characters, {generation.generated_tokens} tokens)"
+        stats.draft_valid = False
+        stats.fallback = f"{stats.backend}: no valid draft in {DRAFT_ATTEMPTS} attempts, last: {problem}"
+        return NO_DRAFT
 
     def _finish(self, start: float, prepared: PreparedPrompt, draft: Draft, stats: CompressionStats,
                 budget: int | None) -> CompressionResult:
@@ -298,13 +317,27 @@ class Compressor:
             count_text = get_counter().count_text
         context = merge(facts, draft, target, index, report, stats, previous, steps=facts.steps,
                         budget_tokens=budget, count_text=count_text, kept_texts=prepared.kept_texts)
-        # The final redaction pass over the finished summary (every string of it) belongs here, after the merge.
+        context = redact_summary(context)  # one last pass over every string, tool names and paths included
         stats.total_seconds = time.perf_counter() - start
         log.debug("compressed messages [%d, %d) of %d in %.2f s (model %.2f s, %d prompt and %d generated tokens, "
                   "%d unsupported items dropped)", stats.head, stats.messages_compressed, stats.messages_in,
                   stats.total_seconds, stats.model_seconds, stats.prompt_tokens, stats.generated_tokens,
                   len(report.dropped))
         return CompressionResult(context=context, facts=facts, grounding=report, stats=stats)
+
+
+def _add_generation(stats: CompressionStats, generation: Generation) -> None:
+    """Count one generation into the stats (a retried draft costs twice: the seconds add up)."""
+    stats.prompt_tokens = generation.prompt_tokens
+    stats.prefix_tokens = generation.prefix_tokens
+    stats.prefix_cached = generation.prefix_cached
+    stats.threads = generation.threads
+    stats.generated_tokens += generation.generated_tokens
+    stats.prompt_seconds += generation.prompt_seconds
+    stats.model_seconds += generation.total_seconds
+    stats.generation_seconds += generation.generation_seconds
+    stats.grammar_seconds += getattr(generation, "mask_seconds", 0.0)
+    stats.forced_tokens += getattr(generation, "forced_tokens", 0)
 
 
 _default: dict[str, Compressor] = {}

@@ -242,25 +242,8 @@ class FastJsonDecoder:
     # model ------------------------------------------------------------------------------------------------
     def _logits(self) -> np.ndarray:
         """The last evaluated position's logits, a view of llama.cpp's buffer (valid until the next decode)."""
-        ptr = self._llama_cpp.llama_get_logits_ith(self.llm._ctx.ctx, -1)
+        ptr = self._llama_cpp.llama_get_logits_ith(self.llm.ctx, -1)
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
-
-    def eval_prompt(self, prompt_tokens: Sequence[int]) -> int:
-        """Bring the context to exactly ``prompt_tokens`` with fresh logits for the last one, reusing the
-        longest common prefix already in the KV cache (e.g. a restored prefix state). Returns tokens evaluated."""
-        if not prompt_tokens:
-            raise ValueError("empty prompt")
-        llm = self.llm
-        n = int(llm.n_tokens)
-        common = 0
-        limit = min(n, len(prompt_tokens))
-        cached = llm.input_ids
-        while common < limit and int(cached[common]) == prompt_tokens[common]:
-            common += 1
-        common = min(common, len(prompt_tokens) - 1)  # always decode at least the last token (fresh logits)
-        llm.n_tokens = common  # llm.eval drops the KV cache from here on
-        llm.eval(list(prompt_tokens[common:]))
-        return len(prompt_tokens) - common
 
     # decoding ---------------------------------------------------------------------------------------------
     def decode(
@@ -274,7 +257,7 @@ class FastJsonDecoder:
         batch_forced: bool = True,
         lazy_mask: bool = True,
     ) -> DecodeResult:
-        """Greedy constrained decode from the context's current state (call ``eval_prompt`` first).
+        """Greedy constrained decode from the context's current state (``LlamaCppBackend.eval_prompt`` first).
 
         ``batch_forced=False`` evaluates forced tokens one decode each, as the Outlines path does (same
         arithmetic, hence bit-identical logits; for equivalence checks, not speed).

@@ -1,10 +1,42 @@
-"""Writing output files: never half-written."""
+"""Files: finding the history files under folders, naming them, and writing outputs (never half-written)."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+
+from .errors import InputError
+
+HISTORY_SUFFIXES = (".json", ".traj", ".jsonl", ".md")
+NOT_HISTORIES = ("LICENSE", "README", "ATTRIBUTION", "NOTICE", "RESULTS_SUMMARY")  # name prefixes, upper case
+
+
+def history_name(path: Path) -> str:
+    """A history file's name without its format suffixes: ``django-11163.traj.json.gz`` -> ``django-11163``."""
+    name = path.name
+    for suffix in (".gz", ".traj.json", ".traj", ".json", ".jsonl", ".md"):
+        name = name.removesuffix(suffix)
+    return name.removesuffix(".traj")
+
+
+def find_history_files(paths: Sequence[str | Path]) -> list[Path]:
+    """History files under ``paths`` (folders walked, sorted; licence/readme files skipped), each once."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            for f in sorted(x for x in p.rglob("*") if x.is_file()):
+                name = f.name.removesuffix(".gz")
+                if name.endswith(HISTORY_SUFFIXES) and not name.upper().startswith(NOT_HISTORIES):
+                    out.append(f)
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise InputError("no such file or directory", source=str(p))
+    seen: set[Path] = set()
+    return [f for f in out if not (f.resolve() in seen or seen.add(f.resolve()))]
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -38,7 +38,7 @@ from tokenizers import AddedToken, Tokenizer, decoders, normalizers, processors
 from tokenizers.models import BPE
 
 from .errors import ModelFileError, TokenizerError
-from .model_files import manifest_entries, model_dir, resolve_model, tokenizer_path_for
+from .model_files import find_derived_tokenizer, resolve_model, tokenizer_path_for
 
 # llama.cpp token types (gguf.TokenType): NORMAL=1, UNKNOWN=2, CONTROL=3, USER_DEFINED=4, UNUSED=5, BYTE=6.
 _UNKNOWN, _CONTROL, _USER_DEFINED = 2, 3, 4
@@ -276,7 +276,7 @@ def _load_gguf(gguf: Path, *, verify: bool) -> Tokenizer:
 def load_target_tokenizer(spec: str | Path | None = None) -> Tokenizer:
     """The target tokenizer named by ``spec``, loaded once per process.
 
-    ``spec``: None (the default model of ``models/manifest.json``), a manifest model name, a ``.gguf`` path
+    ``spec``: None (the default model of the manifest), a manifest model name, a ``.gguf`` path
     (its ``<name>.tokenizer.json`` is derived once and cached next to it), a ``tokenizer.json`` path, or a
     Hugging Face model folder holding ``tokenizer.json``. For a manifest model whose GGUF is absent, an already
     derived ``<name>.tokenizer.json`` is enough. Anything else raises ``TokenizerError``."""
@@ -284,7 +284,7 @@ def load_target_tokenizer(spec: str | Path | None = None) -> Tokenizer:
         try:
             gguf = resolve_model(spec, verify=False)
         except ModelFileError as err:
-            derived = _derived_json_of(spec)
+            derived = find_derived_tokenizer(spec)
             if derived is not None:  # counting needs only the derived tokenizer, not the model itself
                 return _load_json(derived)
             raise TokenizerError(f"no target tokenizer for {spec or 'the default model'}: {err}") from None
@@ -301,17 +301,6 @@ def load_target_tokenizer(spec: str | Path | None = None) -> Tokenizer:
     if path.suffix == ".json":
         return _load_json(path)
     raise TokenizerError(f"{path}: expected a .gguf, a tokenizer.json or a Hugging Face model folder")
-
-
-def _derived_json_of(name: str | None) -> Path | None:
-    """The already derived ``<name>.tokenizer.json`` of a manifest model whose GGUF is absent, if any."""
-    try:
-        default, entries = manifest_entries()
-    except ModelFileError:
-        return None
-    entry = entries.get(name or default)
-    derived = tokenizer_path_for(model_dir() / entry.file) if entry else None
-    return derived if derived is not None and derived.is_file() else None
 
 
 def _looks_like_path(spec: str) -> bool:

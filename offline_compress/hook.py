@@ -32,7 +32,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +50,7 @@ from .compressor import (
     is_summary_message,
     summary_message,
 )
+from .errors import InputError
 from .cut import cut_index, head_end
 from .extract.conventions import is_tool_output
 from .messages import Message, MessageCache, as_messages, parse_message
@@ -61,7 +62,8 @@ from .trigger import CompressionDecision, TriggerConfig, evaluate_compression
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SUMMARY_FRACTION = 0.15
+DEFAULT_SUMMARY_FRACTION = 0.25
+DEFAULT_SUMMARY_MAX_TOKENS = 4096
 HEAD_NOTE = "The messages before this summary (the instructions and the task) are kept verbatim."
 REPLAYABLE = 8  # recent compactions a history that extends their input is matched against
 
@@ -113,6 +115,12 @@ class _Job:
     tokens: int
 
 
+def _as_list(messages: Any) -> list[Any]:
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+        raise InputError(f"expected a list of messages, got {type(messages).__name__}", source="<messages>")
+    return list(messages)
+
+
 class CompactionHook:
     """Keeps an agent's history inside ``model_max_tokens``.
 
@@ -127,8 +135,9 @@ class CompactionHook:
     ``keep_first``: the head kept verbatim before the summary: ``None`` (default) keeps the leading
     system/developer messages and the first user message (the task); an int keeps that many first messages; 0
     summarises everything before the recent messages. ``keep_last``: recent messages kept verbatim after it.
-    ``summary_fraction``: the summary's token budget as a share of ``model_max_tokens`` (what does not fit is
-    dropped oldest first, counted in the metrics, and stays in the archive).
+    ``summary_fraction`` / ``summary_max_tokens``: the summary's token budget, a share of ``model_max_tokens``
+    up to a cap (default a quarter of the window, at most 4,096 tokens; what does not fit is dropped oldest
+    first, counted in the metrics, and stays in the archive).
     ``soft_fraction``: start building the summary in a worker thread once the history uses more than this share
     of the window (below the trigger's ``token_fraction``), and swap it in when the trigger fires; ``None``
     (default): off, the summary is built when the trigger fires.
@@ -152,6 +161,7 @@ class CompactionHook:
         keep_last: int = DEFAULT_KEEP_LAST,
         keep_first: int | None = None,
         summary_fraction: float = DEFAULT_SUMMARY_FRACTION,
+        summary_max_tokens: int = DEFAULT_SUMMARY_MAX_TOKENS,
         summary_role: Literal["system", "user"] = "system",
         soft_fraction: float | None = None,
         render: Render = "json",
@@ -194,7 +204,7 @@ class CompactionHook:
         self.trigger = trigger
         self.keep_last = keep_last
         self.keep_first = keep_first
-        self.summary_tokens = max(256, int(summary_fraction * model_max_tokens))
+        self.summary_tokens = max(256, min(int(summary_fraction * model_max_tokens), summary_max_tokens))
         self.turns_since_last_compression = 0
         self.metrics: list[CompactionMetrics] = []
         self.last_decision: CompressionDecision | None = None
@@ -266,7 +276,7 @@ class CompactionHook:
     def before_step(self, messages: Sequence[Mapping[str, Any]]) -> list[Any]:
         """Return the history to send: ``messages`` itself (as a new list) or ``[*head, summary, *recent]``."""
         with self._lock:
-            originals = list(messages)
+            originals = _as_list(messages)
             parsed = self._messages.parse(originals)
             originals, parsed = self._replay(originals, parsed)
             decision = evaluate_compression(parsed, self.model_max_tokens, self.turns_since_last_compression,
@@ -283,7 +293,7 @@ class CompactionHook:
         """Compact now, whatever the trigger says (a user's "compact" command, or a model that refused a
         too-long prompt). Returns ``messages`` unchanged (as a new list) when compaction cannot shrink it."""
         with self._lock:
-            originals = list(messages)
+            originals = _as_list(messages)
             parsed = self._messages.parse(originals)
             return self._compact(originals, parsed, reason, self.counter.count(parsed))
 
@@ -292,11 +302,11 @@ class CompactionHook:
         time per hook, in call order). The list is copied when this is called, so appending to it afterwards
         changes nothing. If the awaiting task is cancelled, a compaction already under way still completes and
         the next call with the same (or a longer) history gets it."""
-        return await self._in_worker(self.before_step, list(messages))
+        return await self._in_worker(self.before_step, _as_list(messages))
 
     async def acompact(self, messages: Sequence[Mapping[str, Any]], *, reason: str = "manual") -> list[Any]:
         """``compact`` without blocking the event loop (see ``abefore_step``)."""
-        return await self._in_worker(functools.partial(self.compact, reason=reason), list(messages))
+        return await self._in_worker(functools.partial(self.compact, reason=reason), _as_list(messages))
 
     async def _in_worker(self, call: Callable[[list[Any]], list[Any]], messages: list[Any]) -> list[Any]:
         with self._open_lock:

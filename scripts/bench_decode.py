@@ -9,8 +9,8 @@ generation (after the prompt's logits are ready) is timed.
 
   (a)  unconstrained: llm.eval(one token) + numpy argmax on llama.cpp's logits view, N tokens
   (a2) unconstrained through llama.cpp's own sampler chain (penalties 1.3 + greedy), N tokens
-  (b)  LlamaCppBackend.generate_json: Outlines Generator, llguidance backend (one decode per token)
-  (c)  LlamaCppBackend.generate_json_fast: offline_compress/fastdecode.py (forced runs batched, lazy masks)
+  (b)  LlamaCppBackend.generate, decoder='outlines': Outlines Generator, llguidance backend (one decode per token)
+  (c)  LlamaCppBackend.generate, decoder='forced': offline_compress/fastdecode.py (forced runs batched, lazy masks)
   (c_eager)  the same loop computing every mask (overlapped with the decode in a worker thread)
   (c_1by1)   the same loop evaluating forced tokens one decode each, as (b) does: must give (b)'s text
 
@@ -41,7 +41,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from offline_compress.backend import LlamaCppBackend  # noqa: E402
+from offline_compress.backends.llamacpp import LlamaCppBackend  # noqa: E402
 from offline_compress.compressor import DEFAULT_MAX_TOKENS  # noqa: E402
 from offline_compress.cut import cut_index  # noqa: E402
 from offline_compress.draft import Draft, draft_json_schema  # noqa: E402
@@ -55,7 +55,7 @@ PROMPT_BUDGET = 1536
 
 
 def build_prompts(backend: LlamaCppBackend) -> list[tuple[str, str, str]]:
-    instruct = backend.chat_template is not None
+    instruct = backend.instruct
     prefix = fixed_prefix(instruct)
     out = []
     for path in sorted((REPO / "tests/fixtures/mini-swe-agent").glob("*.traj.json")):
@@ -69,9 +69,8 @@ def build_prompts(backend: LlamaCppBackend) -> list[tuple[str, str, str]]:
 
 
 def prompt_ready(backend: LlamaCppBackend, prefix: str, suffix: str) -> list[int]:
-    backend._restore_prefix(prefix)
     prompt = backend.tokenize(prefix + suffix, add_bos=True)
-    backend.fast_decoder().eval_prompt(prompt)
+    backend.eval_prompt(prefix, prompt)
     return prompt
 
 
@@ -124,7 +123,8 @@ def run_outlines(backend: LlamaCppBackend, prefix: str, suffix: str, schema: dic
 
     processor.process_logits = timed
     try:
-        gen = backend.generate_json(prefix, suffix, schema, DEFAULT_MAX_TOKENS, REPEAT_PENALTY)
+        backend.decoder = "outlines"
+        gen = backend.generate(prefix, suffix, schema, DEFAULT_MAX_TOKENS, REPEAT_PENALTY)
         end = time.perf_counter()
     finally:
         del processor.process_logits
@@ -135,7 +135,11 @@ def run_outlines(backend: LlamaCppBackend, prefix: str, suffix: str, schema: dic
 
 
 def run_fast(backend: LlamaCppBackend, prefix: str, suffix: str, schema: dict) -> dict:
-    gen = backend.generate_json_fast(prefix, suffix, schema, DEFAULT_MAX_TOKENS, REPEAT_PENALTY)
+    decoder, backend.decoder = backend.decoder, "forced"
+    try:
+        gen = backend.generate(prefix, suffix, schema, DEFAULT_MAX_TOKENS, REPEAT_PENALTY)
+    finally:
+        backend.decoder = decoder
     return {"text": gen.text, "tokens": gen.generated_tokens, "decodes": gen.decode_calls,
             "seconds": gen.generation_seconds, "forced": gen.forced_tokens, "sampled": gen.sampled_tokens,
             "mask_seconds": gen.mask_seconds, "masks": gen.masks, "stop": gen.stop_reason}

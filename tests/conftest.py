@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -15,6 +16,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# The collection of real trajectories beside the checkout (../shared); OFFLINE_COMPRESS_SHARED points elsewhere
+# (a git worktree sits one level deeper). Tests that need it skip when it is absent, as in CI.
+SHARED_TRAJECTORIES = Path(os.environ.get("OFFLINE_COMPRESS_SHARED") or REPO.parent / "shared") / "trajectories"
 
 
 @pytest.fixture(scope="session")

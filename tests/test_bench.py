@@ -34,3 +34,14 @@ def test_rotating_order_and_rate_ceiling():
     assert runs == {"x": ["x"] * 4, "y": ["y"] * 4, "z": ["z"] * 4}
     assert rate_ceiling(0.0, 0.2) == 1.0
     assert rate_ceiling(0.5, 0.2) == pytest.approx(1 / 0.6)  # half the tokens at a fifth of a decode
+
+
+def test_sections_are_chosen_by_name_in_the_bench_order():
+    from offline_compress.evaluation.bench import GPU_SECTIONS, SECTIONS, parse_sections
+
+    assert parse_sections(None, False) == list(SECTIONS)
+    assert parse_sections("server, trigger", False) == ["trigger", "server"]  # the bench's order, not the caller's
+    assert parse_sections("trigger", True) == list(GPU_SECTIONS)  # --gpu-only wins
+    assert set(GPU_SECTIONS) <= set(SECTIONS)
+    with pytest.raises(ValueError, match="unknown bench section.*gpus.*known: trigger"):
+        parse_sections("trigger,gpus", False)

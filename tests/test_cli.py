@@ -100,10 +100,16 @@ def test_bench_quick_writes_json_markdown_and_chart(tmp_path, model_path):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads((out / "results.json").read_text())
-    for section in ("trigger", "compression", "compression_summary", "decoding", "forced_token_cost", "bandwidth",
-                    "effective_rate", "effective_rate_summary", "prefix_cache", "threads", "attention",
-                    "threads_under_load", "naive_vs_ours"):
+    for section in ("trigger", "compression", "compression_summary", "decoders", "decoders_summary", "decoding",
+                    "forced_token_cost", "bandwidth", "effective_rate", "effective_rate_summary", "prefix_cache",
+                    "threads", "attention", "threads_under_load", "naive_vs_ours", "server", "server_summary"):
         assert data[section], section
+    assert "compression_gpu" not in data and "decoders_gpu" not in data  # --no-gpu
+    decoders = data["decoders"][0]
+    assert decoders["outlines_same_bytes"] and decoders["forced_same_bytes"]
+    assert decoders["outlines_total_s"] > decoders["outlines_prompt_s"] > 0
+    assert data["server_summary"]["structured_outputs"] == "llamacpp" and data["server_summary"]["n_gpu_layers"] == 0
+    assert all(row["draft_valid"] and row["attempts"] == 1 for row in data["server"])
     assert [r["trajectory"] for r in data["effective_rate"]] == ["github_issue.traj.json"]
     assert all(0 < r["forced_share"] < 1 and r["loop_tok_s"] > 0 for r in data["effective_rate"])
     assert [(r["flash_attn"], r["default"]) for r in data["attention"]] == [(True, False), (False, True)]

@@ -80,7 +80,13 @@ def test_mini_swe_agent_constraint_and_failures_kept(summaries):
     messages, result = summaries["django__django-11163.traj.json"]
     joined = "\n".join(result.context.user_constraints)
     assert "DO NOT MODIFY: Tests, configuration files (pyproject.toml, setup.cfg, etc.)" in joined
-    assert result.context.tool_calls_summary
+    # The agent's actions survive as the work log (tool_calls_summary is the first field the budget drops);
+    # every command it records was run: it appears in one of the caller's assistant messages.
+    steps = result.context.work_log or result.context.tool_calls_summary
+    assert steps
+    said = "\n".join(m.content or "" for m in messages if m.role == "assistant")
+    for step in result.context.work_log:
+        assert step.ran.split("\n")[0] in said, step.ran
 
 
 def test_same_input_same_bytes_across_processes(compressor, summaries, model_path):

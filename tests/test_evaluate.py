@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from offline_compress import schema as S
-from offline_compress.backend import Generation
+from offline_compress.backends import Generation
 from offline_compress.cli import main as cli_main
 from offline_compress.compressor import Compressor
 from offline_compress.evaluation import reference, scoring
@@ -303,19 +303,20 @@ def test_aggregate_sums_counts_and_checks_targets() -> None:
 class StubBackend:
     """Stands in for llama.cpp: a fixed draft, instantly (the scoring path is what these tests exercise)."""
 
-    chat_template = None
+    name = "stub"
+    instruct = False
     n_ctx = 8192
-    n_threads = 1
 
     def count(self, text: str) -> int:
         return len(text) // 3
 
-    def generate_json(self, prefix: str, suffix: str, schema: Any, max_tokens: int, repeat_penalty: float = 1.0) -> Generation:
+    def generate(self, prefix: str, suffix: str, schema: Any, max_tokens: int, repeat_penalty: float = 1.0) -> Generation:
         draft = {"recent_narrative": "The agent ran the tests.", "decisions": [],
                  "task_state": {"completed": [], "remaining": [], "blockers": []}}
         return Generation(json.dumps(draft), 100, 10, False, 20, 0.01, 0.02, threads=1)
 
-    generate_json_fast = generate_json
+    def close(self) -> None:
+        pass
 
 
 def test_main_with_a_stub_model_prints_the_table_and_writes_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -331,7 +332,7 @@ def test_main_with_a_stub_model_prints_the_table_and_writes_json(tmp_path: Path,
                      "--canaries"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    assert "TOTAL / median (2)" in captured.out and "targets:" in captured.out and "injection corpus: 9 cases" in captured.out
+    assert "TOTAL / median (2)" in captured.out and "targets:" in captured.out and "injection corpus: 32 cases" in captured.out
     assert "README.md" in captured.err and "notes.json" in captured.err  # skipped with a note
     report = json.loads(out.read_text())
     assert [r["name"] for r in report["trajectories"]] == ["t", "django__django-11163"]
@@ -386,9 +387,6 @@ def test_extractive_eval_keeps_every_curated_constraint_and_plants_canaries_by_d
     assert row["grounding"]["ungrounded"] == 0 and row["grounding"]["dropped"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 11 item 5, open: glpat- tokens are not redacted (every fixture), and a URL password is cut by the "
-    "400-character window of a read-only result's error line before redaction (openhands/wrong_initial_state)"))
 def test_no_canary_reaches_an_extractive_summary() -> None:
     report = E.run_eval(FIXTURE_TRAJECTORIES, no_model=True, injection_dir=None, progress=False)
     rows = [r for r in report["trajectories"] if "canaries" in r]

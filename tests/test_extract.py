@@ -376,3 +376,13 @@ def test_extracted_decisions_are_verbatim_spans_of_the_assistant_text():
             assert d.decision in text and (not d.rationale or d.rationale in text), (path.name, d)
             found += 1
     assert found >= 5
+
+
+def test_a_planted_credential_never_reaches_the_summary() -> None:
+    # Checked against the literal token planted in the fixture, not with the redactor's own detector.
+    from offline_compress import Compressor
+
+    case, messages = _load_json(FIXTURES / "injection" / "injection_with_secret.json")
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    assert any(token in m.text for m in messages)
+    assert token not in Compressor(model=None).compress(messages, keep_last=0).to_json()

@@ -1,4 +1,4 @@
-"""The fast constrained decode loop (offline_compress/fastdecode.py) through the real model: valid drafts,
+"""The forced-token decode loop (offline_compress/fastdecode.py, ``decoder="forced"``) through the real model: valid drafts,
 deterministic bytes, forced tokens actually skipped, max_tokens a hard bound. No timing asserts."""
 
 from __future__ import annotations
@@ -33,14 +33,20 @@ def prompt(compressor):
     return compressor.prefix, suffix + closing(compressor.instruct)
 
 
+def generate_forced(compressor, prefix: str, suffix: str):
+    """One generation with the in-process backend's forced-token decoder (``decoder="forced"``)."""
+    backend = compressor.backend
+    decoder, backend.decoder = backend.decoder, "forced"
+    try:
+        return backend.generate(prefix, suffix, compressor.schema, compressor.max_tokens, compressor.repeat_penalty)
+    finally:
+        backend.decoder = decoder
+
+
 @pytest.fixture(scope="module")
 def two_runs(compressor, prompt):
     prefix, suffix = prompt
-    backend = compressor.backend
-    return [
-        backend.generate_json_fast(prefix, suffix, compressor.schema, compressor.max_tokens, compressor.repeat_penalty)
-        for _ in range(2)
-    ]
+    return [generate_forced(compressor, prefix, suffix) for _ in range(2)]
 
 
 def test_fast_draft_is_schema_valid(two_runs, compressor):
@@ -70,9 +76,8 @@ def test_lazy_masks_pick_the_same_tokens_as_full_masks(compressor, prompt, two_r
     prefix, suffix = prompt
     backend = compressor.backend
     decoder = backend.fast_decoder()
-    backend._restore_prefix(prefix)
     tokens = backend.tokenize(prefix + suffix, add_bos=True)
-    decoder.eval_prompt(tokens)
+    backend.eval_prompt(prefix, tokens)
     eager = decoder.decode(compressor.schema, compressor.max_tokens, repeat_penalty=compressor.repeat_penalty,
                            lazy_mask=False)
     lazy = two_runs[0]
@@ -91,9 +96,8 @@ def test_max_tokens_is_a_hard_bound(compressor, max_tokens):
     prefix, suffix = compressor.prefix, "### Task\nFix the failing test.\n" + closing(compressor.instruct)
     backend = compressor.backend
     decoder = backend.fast_decoder()
-    backend._restore_prefix(prefix)
     tokens = backend.tokenize(prefix + suffix, add_bos=True)
-    decoder.eval_prompt(tokens)
+    backend.eval_prompt(prefix, tokens)
     result = decoder.decode(compressor.schema, max_tokens, repeat_penalty=compressor.repeat_penalty)
     assert len(result.tokens) == max_tokens
     assert result.stop_reason == "max_tokens"
@@ -146,8 +150,7 @@ def test_thread_count_does_not_change_the_draft(compressor, prompt, two_runs):
         texts = {}
         for n in (1, 2):
             backend.set_threads(n)
-            gen = backend.generate_json_fast(prefix, suffix, compressor.schema, compressor.max_tokens,
-                                             compressor.repeat_penalty)
+            gen = generate_forced(compressor, prefix, suffix)
             assert gen.threads == n
             texts[n] = gen.text
     finally:

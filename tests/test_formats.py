@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import SHARED_TRAJECTORIES
 
 from offline_compress.errors import InputError
 from offline_compress.formats import (
@@ -22,12 +23,13 @@ from offline_compress.formats import (
     load_history_with_format,
     parse_history,
     parse_history_with_format,
+    read_source,
 )
 from offline_compress.formats import aider, mini_swe_agent, openhands, swe_agent
 from offline_compress.messages import Message
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "trajectories"
+SHARED = SHARED_TRAJECTORIES
 
 # file -> (format, message count, roles, tool calls)
 FIXTURE_CASES = {
@@ -112,7 +114,7 @@ def assert_tool_pairing(messages: list[Message]) -> None:
 def assert_no_tool_output_as_user(path: Path, fmt: str, messages: list[Message]) -> None:
     """The user messages are exactly the file's user turns: none of them is tool output."""
     users = [m.text for m in messages if m.role == "user"]
-    raw_text = path.read_text(encoding="utf-8")
+    raw_text = read_source(path)[0]  # gzip-compressed or not
     if fmt == "swe-agent":
         history = [e for e in json.loads(raw_text)["history"] if not e.get("is_demo")]
         observations = [
@@ -455,7 +457,7 @@ def test_aider_requires_header():
 
 
 def test_auto_order():
-    assert list(IMPORTERS) == ["mini-swe-agent", "swe-agent", "openhands", "aider", "openai"]
+    assert list(IMPORTERS) == ["mini-swe-agent", "swe-agent", "openhands", "openhands-eval", "aider", "openai"]
 
 
 @pytest.mark.parametrize(

@@ -141,6 +141,9 @@ def test_ab_replay_cli_writes_table_json_and_chart(tmp_path):
     assert (4096, "mask") in names and (8192, "extract") in names
     full = next(r for r in report["aggregate"] if r["strategy"] == "full" and r["window"] == 4096)
     assert full["artifact_recall"] == 1.0 and full["points"] > 0
+    extract = [p["strategies"]["extract"] for t in report["trajectories"] for p in t.get("points", [])]
+    assert extract and all("recalled" in e and 0 <= e["recalled"] <= e["artifacts"] - e["artifacts_kept"]
+                           for e in extract)  # one recall call per lost probe, against the archive of that point
     assert chart.stat().st_size > 10_000
 
 

@@ -69,6 +69,18 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
             gc.enable()
 
 
+def gpu_name() -> str:
+    """The GPU's name as nvidia-smi gives it ("" without one)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else ""
+
+
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -197,11 +209,115 @@ def bench_compression(compressor: Any, files: Sequence[Path], repeats: int) -> l
             "total_s": median([x.total_seconds for x in s]),
             "prompt_s": median([x.prompt_seconds for x in s]),
             "generation_s": median([x.generation_seconds for x in s]),
+            "generated_tok_s": median([x.generated_tokens / x.generation_seconds for x in s if x.generation_seconds]),
             "grammar_s": median([x.grammar_seconds for x in s]),
             "same_bytes": len({r.context.to_json() for r in runs}) == 1,
+            "draft_valid": all(x.draft_valid for x in s),
+            "attempts": max(x.attempts for x in s),
             "threads": sorted({x.threads for x in s}),
         })
     return rows
+
+
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    totals = [r["total_s"] for r in rows]
+    return {"trajectories": len(totals), "median_s": median(totals), "p95_s": p95(totals),
+            "median_prompt_s": median([r["prompt_s"] for r in rows]),
+            "median_generation_s": median([r["generation_s"] for r in rows]),
+            "median_generated_tok_s": median([r["generated_tok_s"] for r in rows]),
+            "drafts_valid": sum(r["draft_valid"] for r in rows)}
+
+
+def bench_server(model_path: Path, files: Sequence[Path], repeats: int, n_gpu_layers: int, out: Path) -> dict[str, Any]:
+    """The same compressions through llama-cpp-python's own server (``llama_cpp.server``) serving the same GGUF,
+    asked through ``/v1/completions`` with a GBNF grammar (what that server accepts): what the server backend costs
+    next to the in-process one. The server's grammar sampler checks every candidate token of Gemma's 262k
+    vocabulary at each step, so it is slow; few files."""
+    from ..backends.openai_server import OpenAIServerBackend
+    from ..compressor import Compressor
+    from .llama_server import serve
+
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with serve(model_path, out / "llama_server.log", n_ctx=4096, n_gpu_layers=n_gpu_layers) as url:
+        started = time.perf_counter() - start
+        backend = OpenAIServerBackend(url, api="completions")
+        compressor = Compressor(backend=backend)
+        rows = bench_compression(compressor, files, repeats)
+    summary = summarise(rows) | {"server": "llama-cpp-python " + _llama_cpp_version(), "n_gpu_layers": n_gpu_layers,
+                                 "structured_outputs": backend.structured, "counting": backend.counting,
+                                 "server_start_s": started}
+    log(f"server: median {summary['median_s']:.1f} s per compression, {summary['median_generated_tok_s']:.2f} tok/s "
+        f"generated ({summary['drafts_valid']}/{len(rows)} drafts valid)")
+    return {"rows": rows, "summary": summary}
+
+
+def _llama_cpp_version() -> str:
+    import llama_cpp
+
+    return str(llama_cpp.__version__)
+
+
+def bench_decoders(compressor: Any, files: Sequence[Path], repeats: int) -> dict[str, Any]:
+    """Whole-compaction wall time (cut, extract, prompt, model, ground, merge) with Outlines' Generator vs the
+    forced-token loop, same backend, same trajectories, in rotating order (neither always runs first), with the
+    prompt-processing / generation split. The decision rule of issue 15: the loop stays only if it saves >= 10%."""
+    from ..formats import load_history
+
+    backend = compressor.backend
+    decoders = ("outlines", "forced")
+
+    def compress_with(decoder: str, messages: Any) -> Any:
+        backend.decoder = decoder
+        return compressor.compress_detailed(messages)
+
+    rows = []
+    original = backend.decoder
+    try:
+        histories = []
+        for path in files:
+            try:
+                messages = load_history(path)
+            except Exception as err:  # a file in no known format is not a benchmark input
+                log(f"skipped {path.name}: {err}")
+                continue
+            if len(messages) > compressor.keep_last + 1:
+                histories.append((path, messages))
+        for decoder in decoders:  # warm-up: grammar compiled, prefix cached, numba kernels loaded
+            compress_with(decoder, histories[0][1])
+        for path, messages in tqdm(histories, desc="decoders", file=sys.stderr):
+            runs = _decode_script().run_rotating(
+                {d: functools.partial(compress_with, d, messages) for d in decoders}, repeats)
+            row: dict[str, Any] = {"trajectory": path.name, "prompt_tokens": runs["outlines"][0].stats.prompt_tokens}
+            for d in decoders:
+                s = [r.stats for r in runs[d]]
+                row[f"{d}_total_s"] = median([x.total_seconds for x in s])
+                row[f"{d}_prompt_s"] = median([x.prompt_seconds for x in s])
+                row[f"{d}_generation_s"] = median([x.generation_seconds for x in s])
+                row[f"{d}_generated_tokens"] = s[0].generated_tokens
+                row[f"{d}_same_bytes"] = len({r.context.to_json() for r in runs[d]}) == 1
+                row[f"{d}_runs_s"] = [x.total_seconds for x in s]
+                row[f"{d}_runs_prompt_s"] = [x.prompt_seconds for x in s]
+            row["saving"] = 1 - row["forced_total_s"] / row["outlines_total_s"]
+            row["same_summary"] = runs["outlines"][0].context.to_json() == runs["forced"][0].context.to_json()
+            rows.append(row)
+            log(f"decoders {path.name}: outlines {row['outlines_total_s']:.2f} s, forced loop "
+                f"{row['forced_total_s']:.2f} s ({row['saving']:+.1%})")
+    finally:
+        backend.decoder = original
+    summary: dict[str, Any] = {"trajectories": len(rows), "runs_each": repeats}
+    for d in decoders:
+        totals = [r[f"{d}_total_s"] for r in rows]
+        summary[f"{d}_median_s"] = median(totals)
+        summary[f"{d}_p95_s"] = p95(totals)
+        summary[f"{d}_sum_s"] = sum(totals)
+        summary[f"{d}_prompt_share"] = sum(r[f"{d}_prompt_s"] for r in rows) / sum(totals)
+        summary[f"{d}_generation_share"] = sum(r[f"{d}_generation_s"] for r in rows) / sum(totals)
+    summary["median_saving"] = median([r["saving"] for r in rows])
+    summary["saving_of_summed_time"] = 1 - summary["forced_sum_s"] / summary["outlines_sum_s"]
+    summary["saving_of_median"] = 1 - summary["forced_median_s"] / summary["outlines_median_s"]
+    summary["saving_of_p95"] = 1 - summary["forced_p95_s"] / summary["outlines_p95_s"]
+    return {"rows": rows, "summary": summary}
 
 
 def bench_prefix_cache(compressor: Any, path: Path, repeats: int) -> dict[str, Any]:
@@ -367,7 +483,7 @@ def bench_threads(compressor: Any, prompt_words: int, gen_tokens: int) -> list[d
 def bench_attention(compressor: Any, path: Path, prompt_words: int, gen_tokens: int, repeats: int) -> list[dict[str, Any]]:
     """llama.cpp's flash attention on vs off: prompt processing and generation rates on two contexts of the same
     model (alternating which runs first), and whether a compression gives the same summary bytes either way."""
-    from ..backend import LlamaCppBackend
+    from ..backends.llamacpp import LlamaCppBackend
     from ..compressor import Compressor
     from ..formats import load_history
 
@@ -481,13 +597,13 @@ def bench_contention(compressor: Any, prompt_words: int, gen_tokens: int, repeat
 def bench_naive(compressor: Any, files: Sequence[Path], n_ctx: int) -> list[dict[str, Any]]:
     """The seed design: the whole history JSON-dumped into the prompt (cut to fit the window), same grammar,
     same model, on a context big enough to hold it. Ours runs on the same files in the same process."""
-    from ..backend import LlamaCppBackend
+    from ..backends.llamacpp import LlamaCppBackend
     from ..cut import cut_index
     from ..formats import load_history
     from ..prompt import closing, fixed_prefix
 
     naive = LlamaCppBackend(compressor.backend.model_path, n_ctx=n_ctx, n_threads=compressor.backend.n_threads)
-    prefix = fixed_prefix(naive.chat_template is not None)
+    prefix = fixed_prefix(naive.instruct)
     rows = []
     for path in tqdm(files, desc="naive", file=sys.stderr):
         messages = load_history(path)
@@ -500,7 +616,7 @@ def bench_naive(compressor: Any, files: Sequence[Path], n_ctx: int) -> list[dict
         truncated = len(tokens) > room
         if truncated:
             dumped = naive.llm.detokenize(tokens[-room:]).decode("utf-8", errors="ignore")
-        naive_s, gen = timed(lambda: naive.generate_json_fast(prefix, dumped + closing(False), compressor.schema,
+        naive_s, gen = timed(lambda: naive.generate(prefix, dumped + closing(False), compressor.schema,
                                                          compressor.max_tokens, compressor.repeat_penalty))
         ours_s, _ = timed(lambda: compressor.compress_detailed(messages))
         rows.append({"trajectory": path.name, "naive_prompt_tokens": gen.prompt_tokens, "naive_truncated": truncated,
@@ -519,6 +635,12 @@ def _table(rows: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
     lines += ["| " + " | ".join(fmt(r.get(k, "")) for k in keys) + " |" for r in rows]
     return "\n".join(lines) + "\n"
+
+
+def save_partial(results: dict[str, Any], out: Path) -> None:
+    """results.json as far as the run got (a run stopped at a time limit still leaves its finished sections)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
 
 
 def write_report(results: dict[str, Any], out: Path) -> None:
@@ -564,49 +686,109 @@ def write_report(results: dict[str, Any], out: Path) -> None:
     fig.savefig(out / "chart.png", dpi=110)
 
 
+SECTIONS = ("trigger", "compression", "decoders", "decoding", "prefix_cache", "threads", "attention", "contention",
+            "naive", "gpu", "server")
+# What is worth a GPU's time (about 3 minutes on one): compression latency with every layer offloaded (both
+# decoders), and the server backend against llama-cpp-python's server with every layer offloaded.
+GPU_SECTIONS = ("gpu", "server")
+
+
+def parse_sections(text: str | None, gpu_only: bool) -> list[str]:
+    """The sections to run, in the bench's own order; an unknown name is an error that lists the known ones."""
+    if gpu_only:
+        return list(GPU_SECTIONS)
+    if not text:
+        return list(SECTIONS)
+    asked = [x.strip() for x in text.split(",") if x.strip()]
+    unknown = [x for x in asked if x not in SECTIONS]
+    if unknown:
+        raise ValueError(f"unknown bench section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
+    return [x for x in SECTIONS if x in asked]
+
+
 def run(args: argparse.Namespace) -> int:
     from ..compressor import DEFAULT_MODEL, Compressor
 
     model = args.model or DEFAULT_MODEL  # None would mean no model at all
     quick = args.quick
+    sections = parse_sections(args.sections, args.gpu_only)
     out = Path(args.out or REPO / "bench-results" / datetime.now().strftime("%Y%m%d-%H%M%S"))
     results: dict[str, Any] = {"machine": machine()}
     results["machine"]["mode"] = "quick" if quick else "full"
-    log(f"writing results to {out}")
-    results["trigger"] = bench_trigger((8_000, 32_000) if quick else (8_000, 32_000, 128_000), 3 if quick else 15)
+    results["machine"]["sections"] = sections
+    log(f"writing results to {out}; sections: {', '.join(sections)}")
+    if "trigger" in sections:
+        results["trigger"] = bench_trigger((8_000, 32_000) if quick else (8_000, 32_000, 128_000), 3 if quick else 15)
     files = trajectory_files(args.trajectories, quick)
-    log("loading the compressor")
-    compressor = Compressor(model, n_threads=args.threads)
-    results["machine"]["threads"] = compressor.backend.n_threads
-    results["machine"]["backend"] = "llama.cpp CPU"
-    results["compression"] = bench_compression(compressor, files, 1 if quick else args.repeats)
-    totals = [r["total_s"] for r in results["compression"]]
-    results["compression_summary"] = {"trajectories": len(totals), "median_s": median(totals), "p95_s": p95(totals),
-                                      "peak_rss_mb": peak_rss_mb()}
-    results["decoding"] = bench_decoding(compressor, repeats=1 if quick else 8)
-    cost = forced_token_cost(compressor, 3 if quick else 7)
-    for row in results["decoding"]:
-        if "forced_share" in row:
-            row["cost_per_forced_token"] = cost["cost_per_forced_token"]
-            row["ceiling_vs_unconstrained"] = rate_ceiling(row["forced_share"], cost["cost_per_forced_token"])
-    results["forced_token_cost"] = cost
-    effective = bench_effective_rate(compressor, files, 1 if quick else 3, cost["cost_per_forced_token"])
-    results["effective_rate"] = effective["rows"]
-    results["effective_rate_summary"] = effective["summary"]
-    bandwidth = bench_bandwidth(compressor, results["decoding"])
-    if bandwidth:
-        results["bandwidth"] = bandwidth
-    results["prefix_cache"] = bench_prefix_cache(compressor, files[0], 1 if quick else 3)
-    results["threads"] = bench_threads(compressor, 128 if quick else 512, 16 if quick else 64)
-    results["attention"] = bench_attention(compressor, files[0], 128 if quick else 512, 16 if quick else 64,
-                                           1 if quick else 6)
-    results["threads_under_load"] = bench_contention(compressor, 128 if quick else 512, 16 if quick else 64,
-                                                     1 if quick else 3)
-    naive_files = files[:1] if quick else files[: args.naive_files]
-    results["naive_vs_ours"] = bench_naive(compressor, naive_files, n_ctx=8192 if quick else 32768)
-    if results["machine"]["gpu_offload_supported"] and not args.no_gpu:
-        gpu = Compressor(model, n_gpu_layers=-1)
-        results["compression_gpu"] = bench_compression(gpu, files, 1 if quick else args.repeats)
+    cpu_sections = [x for x in sections if x not in ("trigger", "gpu", "server")]
+    compressor = None
+    if cpu_sections:
+        log("loading the compressor")
+        compressor = Compressor(model, n_threads=args.threads)
+        results["machine"]["threads"] = compressor.backend.n_threads
+        results["machine"]["backend"] = compressor.backend.name
+    if "compression" in sections:
+        results["compression"] = bench_compression(compressor, files, 1 if quick else args.repeats)
+        results["compression_summary"] = summarise(results["compression"]) | {"peak_rss_mb": peak_rss_mb()}
+        save_partial(results, out)
+    if "decoders" in sections:
+        decoders = bench_decoders(compressor, files, 1 if quick else args.repeats)
+        results["decoders"] = decoders["rows"]
+        results["decoders_summary"] = decoders["summary"]
+        save_partial(results, out)
+    if "decoding" in sections:
+        results["decoding"] = bench_decoding(compressor, repeats=1 if quick else 8)
+        cost = forced_token_cost(compressor, 3 if quick else 7)
+        for row in results["decoding"]:
+            if "forced_share" in row:
+                row["cost_per_forced_token"] = cost["cost_per_forced_token"]
+                row["ceiling_vs_unconstrained"] = rate_ceiling(row["forced_share"], cost["cost_per_forced_token"])
+        results["forced_token_cost"] = cost
+        effective = bench_effective_rate(compressor, files, 1 if quick else 3, cost["cost_per_forced_token"])
+        results["effective_rate"] = effective["rows"]
+        results["effective_rate_summary"] = effective["summary"]
+        bandwidth = bench_bandwidth(compressor, results["decoding"])
+        if bandwidth:
+            results["bandwidth"] = bandwidth
+    if "prefix_cache" in sections:
+        results["prefix_cache"] = bench_prefix_cache(compressor, files[0], 1 if quick else 3)
+    if "threads" in sections:
+        results["threads"] = bench_threads(compressor, 128 if quick else 512, 16 if quick else 64)
+    if "attention" in sections:
+        results["attention"] = bench_attention(compressor, files[0], 128 if quick else 512, 16 if quick else 64,
+                                               1 if quick else 6)
+    if "contention" in sections:
+        results["threads_under_load"] = bench_contention(compressor, 128 if quick else 512, 16 if quick else 64,
+                                                         1 if quick else 3)
+    if "naive" in sections:
+        naive_files = files[:1] if quick else files[: args.naive_files]
+        results["naive_vs_ours"] = bench_naive(compressor, naive_files, n_ctx=8192 if quick else 32768)
+    gpu = results["machine"]["gpu_offload_supported"] and not args.no_gpu
+    if "gpu" in sections:
+        if gpu:
+            del compressor  # one model on the machine at a time
+            on_gpu = Compressor(model, n_gpu_layers=-1)
+            results["machine"]["gpu_backend"] = on_gpu.backend.name
+            results["machine"]["gpu_name"] = gpu_name()
+            # Both decoders, same trajectories, rotating order: the compression latency on the GPU and what the
+            # forced-token loop saves there.
+            decoders = bench_decoders(on_gpu, files, 1 if quick else args.repeats)
+            results["decoders_gpu"] = decoders["rows"]
+            results["decoders_gpu_summary"] = decoders["summary"]
+            save_partial(results, out)
+            del on_gpu
+        else:
+            log("gpu: skipped (llama-cpp-python has no GPU offload in this build)" if not args.no_gpu else "gpu: --no-gpu")
+    if "server" in sections:
+        from ..compressor import DEFAULT_MODEL as default
+        from ..model_files import resolve_model
+
+        compressor = None  # the server loads its own copy of the model
+        server = bench_server(resolve_model(None if model == default else model), files[: args.server_files],
+                              1 if quick else args.server_repeats, -1 if gpu else 0, out)
+        results["server"] = server["rows"]
+        results["server_summary"] = server["summary"]
+    results["machine"]["load_average_at_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
     write_report(results, out)
     print((out / "results.md").read_text())
     return 0
@@ -622,5 +804,10 @@ def add_bench_parser(sub: Any) -> None:
     p.add_argument("--threads", type=int, help="llama.cpp threads (default: cores available)")
     p.add_argument("--repeats", type=int, default=3, help="runs per trajectory (median)")
     p.add_argument("--naive-files", type=int, default=4, help="trajectories for the naive baseline (slow)")
+    p.add_argument("--server-files", type=int, default=2,
+                   help="trajectories for the server section (llama.cpp's grammar sampler is slow on CPU)")
+    p.add_argument("--server-repeats", type=int, default=1, help="runs per trajectory in the server section")
+    p.add_argument("--sections", help=f"comma-separated subset of: {', '.join(SECTIONS)} (default: all)")
+    p.add_argument("--gpu-only", action="store_true", help=f"only the sections worth a GPU: {', '.join(GPU_SECTIONS)}")
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU section even if CUDA is available")
     p.set_defaults(func=run)

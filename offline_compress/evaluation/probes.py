@@ -19,7 +19,9 @@ action
     ``exit code N`` marker; an action *failed* when that code is not 0, or, without a code, when the result
     starts with a traceback / ``error:`` line.
 tool output
-    A ``tool`` message, or a ``user`` message that answers an assistant action (whatever its prefix).
+    A ``tool`` message, a ``user`` message that answers an assistant action (whatever its prefix), or a known
+    harness notice in the user role (mini-swe-agent's format-error and timeout notices, which answer a reply
+    that had no runnable action).
 region
     ``messages[head_end:tail]`` where ``tail`` leaves the last ``keep_last`` messages of the prefix (moved
     earlier while the first kept message is tool output): the part a compaction decides about.
@@ -114,11 +116,16 @@ def has_action(m: Message) -> bool:
     return m.role == "assistant" and (bool(m.tool_calls) or bool(fenced_commands(m.text)))
 
 
+_HARNESS_NOTICES = ("Please always provide EXACTLY ONE action", "The last command <command>", "<returncode>")
+
+
 def is_tool_output(messages: Sequence[Message], i: int) -> bool:
     m = messages[i]
     if m.role == "tool":
         return True
-    return m.role == "user" and i > 0 and has_action(messages[i - 1])
+    if m.role != "user":
+        return False
+    return (i > 0 and has_action(messages[i - 1])) or m.text.lstrip().startswith(_HARNESS_NOTICES)
 
 
 def head_end(messages: Sequence[Message]) -> int:

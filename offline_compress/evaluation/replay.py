@@ -19,12 +19,15 @@ import hashlib
 import json
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, OfflineCompressError
+from ..files import find_history_files as find_files
+from ..files import history_name as trajectory_name
 from ..hook import DEFAULT_SUMMARY_FRACTION
 from ..messages import Message, as_messages
 from . import probes as P
@@ -41,44 +44,10 @@ def split_of(name: str) -> str:
     return "design" if int(hashlib.sha256(name.encode("utf-8")).hexdigest()[:8], 16) % 2 == 0 else "holdout"
 
 
-def trajectory_name(path: Path) -> str:
-    name = path.name
-    for suffix in (".gz", ".traj.json", ".traj", ".json", ".jsonl", ".md"):
-        name = name.removesuffix(suffix)
-    return name.removesuffix(".traj")
-
-
-def find_files(paths: Sequence[str | Path]) -> list[Path]:
-    """Trajectory files under ``paths`` (folders walked), licence/readme files skipped."""
-    out: list[Path] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            for f in sorted(x for x in p.rglob("*") if x.is_file()):
-                name = f.name.removesuffix(".gz")
-                if name.endswith((".json", ".traj", ".jsonl", ".md")) and not name.upper().startswith(
-                        ("LICENSE", "README", "ATTRIBUTION", "NOTICE", "RESULTS_SUMMARY")):
-                    out.append(f)
-        elif p.is_file():
-            out.append(p)
-        else:
-            raise InputError("no such file or directory", source=str(p))
-    seen: set[Path] = set()
-    return [f for f in out if not (f.resolve() in seen or seen.add(f.resolve()))]
-
-
 def load_trajectory(path: Path) -> list[Message]:
     """The history of a trajectory file (gzip-compressed files of any format too)."""
-    from ..formats import load_history, parse_history_with_format
+    from ..formats import load_history
 
-    if path.suffix == ".gz":
-        import gzip
-
-        try:
-            text = gzip.decompress(path.read_bytes()).decode("utf-8")
-        except (OSError, UnicodeDecodeError, EOFError) as err:
-            raise InputError(f"cannot read the gzip file: {err}", source=str(path)) from None
-        return parse_history_with_format(text, str(path))[1]
     return load_history(path)
 
 
@@ -141,9 +110,14 @@ class Replayer:
 
     def replay(self, messages: list[Message], window: int) -> list[dict[str, Any]]:
         """Score every strategy at every compaction point of one trajectory at one window."""
+        with tempfile.TemporaryDirectory(prefix="ab-replay-") as tmp:
+            return self._replay(messages, window, Path(tmp))
+
+    def _replay(self, messages: list[Message], window: int, tmp: Path) -> list[dict[str, Any]]:
+        archives = {name: tmp / f"{name}.sqlite3" for name in ("extract", "ours")}
         driver = HookReplay(self.compressor_for(self.points_from), window, self.counter, self.keep_last,
                             **self.hook_options)
-        driven = driver.run(messages)
+        driven = driver.run(messages, archive_path=archives[self.points_from])
         steps = sorted(driven)
         if not steps:
             return []
@@ -151,7 +125,8 @@ class Replayer:
         for name in ("extract", "ours"):
             if name in self.strategies and name not in hooked:
                 hooked[name] = HookReplay(self.compressor_for(name), window, self.counter, self.keep_last,
-                                          **self.hook_options).run(messages, steps)
+                                          **self.hook_options).run(messages, steps, archive_path=archives[name])
+        recall = {name: _Recall(archives[name]) for name in hooked}
         acts = P.actions(messages)
         rows = []
         for k, step in enumerate(steps):
@@ -183,10 +158,15 @@ class Replayer:
                     truncate_tokens = tokens
                 row["strategies"][name] = {"tokens": tokens, "seconds": ctx.seconds, "failed": ctx.failed,
                                            "messages": len(ctx.messages), **score.as_dict(), **ctx.info}
+                if name in recall and "compaction" in ctx.info:
+                    row["strategies"][name]["recalled"] = recall[name].recovered(
+                        score.lost_artifacts, ctx.info["compaction"])
             if truncate_tokens is not None:
                 for s in row["strategies"].values():
                     s["tokens_over_truncate"] = s["tokens"] - truncate_tokens
             rows.append(row)
+        for r in recall.values():
+            r.close()
         return rows
 
     def _seed(self, prefix: list[Message]) -> Context | None:
@@ -207,6 +187,36 @@ class Replayer:
             return Context(msgs, result["seconds"], info={"prompt_tokens": result.get("prompt_tokens")})
         return Context(list(recent), result["seconds"], failed=result["error"],
                        info={"prompt_tokens": result.get("prompt_tokens")})
+
+
+class _Recall:
+    """One ``recall`` call (top 5) per lost probe against a strategy's archive, as it stood at that compaction:
+    how many of the probes a summary lost the agent would get back by asking for them."""
+
+    TOP = 5
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._archive: Any = None
+
+    def recovered(self, lost: Sequence[str], compaction: int) -> int:
+        if not lost:
+            return 0
+        if self._archive is None:
+            from ..archive import Archive
+
+            self._archive = Archive(self.path)
+        found = 0
+        for probe in lost:
+            hits = [h for h in self._archive.recall(probe, k=4 * self.TOP, session="replay")
+                    if h.compaction <= compaction][: self.TOP]
+            needle = P.normalise(probe)
+            found += any(needle in P.normalise(h.snippet) for h in hits)
+        return found
+
+    def close(self) -> None:
+        if self._archive is not None:
+            self._archive.close()
 
 
 # -------------------------------------------------------------------------------------------- aggregate
@@ -252,6 +262,8 @@ def aggregate(trajectories: Sequence[dict[str, Any]], strategies: Sequence[str],
                 "artifacts": total("artifacts"),
                 "artifact_recall": _ratio(total("artifacts_kept"), total("artifacts")),
                 "artifact_recall_traj_median": _median([statistics.mean(v) for v in per_traj.values()]),
+                "lost_recalled": _ratio(sum(c.get("recalled", 0) for c in s),
+                                        sum(c["artifacts"] - c["artifacts_kept"] for c in s if "recalled" in c)),
                 "constraints": total("constraints"),
                 "constraint_retention": _ratio(total("constraints_kept"), total("constraints")),
                 "points_all_constraints": sum(1 for c in s if c["constraints_kept"] == c["constraints"]),
@@ -280,13 +292,14 @@ def _num(x: float | None, fmt: str = "{:.0f}") -> str:
     return "-" if x is None else fmt.format(x)
 
 
-COLUMNS = ("window", "strategy", "points", "fail", "probes", "recall", "traj-med", "constr", "head", "redo",
-           "fail-mem", "fail-rec", "tokens", "+trunc", "sec", "p95")
+COLUMNS = ("window", "strategy", "points", "fail", "probes", "recall", "traj-med", "+recall", "constr", "head",
+           "redo", "fail-mem", "fail-rec", "tokens", "+trunc", "sec", "p95")
 
 
 def format_table(rows: Sequence[dict[str, Any]]) -> str:
     body = [[str(r["window"]), r["strategy"], str(r["points"]), str(r["failed"]), str(r["artifacts"]),
-             _pct(r["artifact_recall"]), _pct(r["artifact_recall_traj_median"]), _pct(r["constraint_retention"]),
+             _pct(r["artifact_recall"]), _pct(r["artifact_recall_traj_median"]), _pct(r["lost_recalled"]),
+             _pct(r["constraint_retention"]),
              _pct(r["head_lines"]),
              f"{_pct(r['redo_rate'])} ({r['redos']})", f"{_pct(r['failure_memory'])} ({r['repeat_failures']})",
              _pct(r["failure_recall"]), _num(r["tokens_median"]), _num(r["tokens_over_truncate_median"]),
@@ -300,7 +313,8 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
         last_window = r["window"]
         lines.append("  ".join(c.rjust(w) for c, w in zip(b, widths)))
     lines += ["", "probes: artifacts the agent used later that first appeared before the compacted region's end; "
-              "recall: share present in the context (all points); traj-med: median over trajectories; "
+              "recall: share present in the context (all points); traj-med: median over trajectories; +recall: of the "
+              "probes a summary lost, the share one recall call (top 5 of its archive) gets back; "
               "constr: curated must-keep phrases and mid-session user turns kept verbatim; head: lines of the system "
               "prompt and task kept; redo: later re-reads whose earlier result is gone (count); fail-mem: repeated "
               "failures whose earlier failure is in the context (count); fail-rec: failed commands of the region "

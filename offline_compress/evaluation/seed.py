@@ -108,7 +108,7 @@ class SeedCompressor:
             result["error"] = f"prompt of {tokens} tokens + {self.max_tokens} output tokens exceeds n_ctx={self.n_ctx}"
         else:
             start = time.perf_counter()
-            generation = backend.generate_json("", prompt, self.schema, self.max_tokens)
+            generation = backend.generate("", prompt, self.schema, self.max_tokens)
             result["seconds"] = time.perf_counter() - start
             result["generated_tokens"] = generation.generated_tokens
             try:
@@ -122,7 +122,7 @@ class SeedCompressor:
 
     def _load(self) -> Any:
         if self._backend is None:
-            from ..backend import LlamaCppBackend
+            from ..backends.llamacpp import LlamaCppBackend
 
             self._backend = LlamaCppBackend(self.model_path, n_ctx=self.n_ctx, n_threads=self.n_threads)
         return self._backend

@@ -78,14 +78,18 @@ class HookReplay:
         self.keep_last = keep_last
         self.hook_options = hook_options
 
-    def run(self, messages: Sequence[Message], steps: Sequence[int] | None = None) -> dict[int, Context]:
+    def run(self, messages: Sequence[Message], steps: Sequence[int] | None = None,
+            archive_path: Path | None = None) -> dict[int, Context]:
+        """``archive_path``: where the hook archives (session ``replay``), kept for recall; default a temporary
+        file removed at the end."""
         from ..hook import CompactionHook
 
         forced = None if steps is None else set(steps)
         out: dict[int, Context] = {}
         with tempfile.TemporaryDirectory(prefix="ab-replay-") as tmp:
-            hook = CompactionHook(self.window, archive_path=Path(tmp) / "archive.sqlite3", compressor=self.compressor,
-                                  counter=self.counter, keep_last=self.keep_last, **self.hook_options)
+            hook = CompactionHook(self.window, archive_path=archive_path or Path(tmp) / "archive.sqlite3",
+                                  session="replay", compressor=self.compressor, counter=self.counter,
+                                  keep_last=self.keep_last, **self.hook_options)
             live: list[Any] = []
             last = 0
             for i, m in enumerate(messages):
@@ -105,10 +109,12 @@ class HookReplay:
                     metric = fired[-1]
                     out[i] = Context(as_messages(live), metric.seconds,
                                      info={"reason": metric.reason, "tokens_before": metric.tokens_before,
-                                           "above_threshold": metric.above_threshold})
+                                           "above_threshold": metric.above_threshold,
+                                           "compaction": metric.compaction})
                 elif forced is not None:
                     note = fired[-1].note if fired else "nothing to compress"
                     out[i] = Context(as_messages(live), fired[-1].seconds if fired else 0.0, failed=note)
+            hook.close()
         return out
 
 

@@ -30,7 +30,7 @@ _WRITE_TOOL_HINTS = ("write", "edit", "create", "replace", "insert", "patch", "a
 def _parse_arguments(raw: str) -> dict[str, Any] | None:
     try:
         value = json.loads(raw) if raw.strip() else {}
-    except (json.JSONDecodeError, ValueError):
+    except (json.JSONDecodeError, ValueError, RecursionError):  # nested past the parser's depth: not arguments
         return None
     return value if isinstance(value, dict) else None
 

@@ -6,14 +6,19 @@ Each importer is a function ``(text, source) -> list[Message]`` that raises ``In
 in its format; ``auto`` tries them in order and, when none fits, reports every format tried and why it failed.
 
 Formats (in ``auto`` order): ``mini-swe-agent`` (``.traj.json``), ``swe-agent`` (``.traj``), ``openhands``
-(V0 event stream), ``aider`` (markdown chat log), ``openai`` (JSON list / JSONL / ``{messages}``).
-mini-swe-agent comes before openai because its files also parse as plain OpenAI messages: the messages are
-the same either way, but ``auto`` then names the agent.
+(V0 event stream), ``openhands-eval`` (OpenHands' evaluation ``output.jsonl``: one object per instance;
+``instance=`` picks one when there are several), ``aider`` (markdown chat log), ``openai`` (JSON list /
+JSONL / ``{messages}``). mini-swe-agent comes before openai because its files also parse as plain OpenAI
+messages: the messages are the same either way, but ``auto`` then names the agent.
+
+Any of them may be gzip-compressed (``.gz``): the gzip magic number is what counts, not the name.
 """
 
 from __future__ import annotations
 
+import gzip
 import sys
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +28,7 @@ from .aider import load_aider
 from .mini_swe_agent import load_mini_swe_agent
 from .openai import decode_text, load_openai
 from .openhands import load_openhands
+from .openhands_eval import InstanceChoiceError, load_openhands_eval
 from .swe_agent import load_swe_agent
 
 Importer = Callable[[str, str], list[Message]]
@@ -32,15 +38,31 @@ IMPORTERS: dict[str, Importer] = {
     "mini-swe-agent": load_mini_swe_agent,
     "swe-agent": load_swe_agent,
     "openhands": load_openhands,
+    "openhands-eval": load_openhands_eval,
     "aider": load_aider,
     "openai": load_openai,
 }
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def decompress(data: bytes, source: str) -> bytes:
+    """``data`` itself, or its decompressed bytes when it starts with the gzip magic number (whatever the
+    file is called: ``.traj.json.gz`` and a gzip stream piped to stdin both work)."""
+    if not data.startswith(GZIP_MAGIC):
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as err:  # BadGzipFile is an OSError; a cut stream is an EOFError
+        raise InputError(f"not a readable gzip file ({err or type(err).__name__})", source=source) from None
+
+
 def read_source(path: str | Path) -> tuple[str, str]:
-    """Read a file or ``-`` (stdin) as UTF-8 text; returns (text, source name for errors)."""
+    """Read a file or ``-`` (stdin) as UTF-8 text, gzip-compressed or not; returns (text, source name for
+    errors)."""
     if str(path) == "-":
-        return decode_text(sys.stdin.buffer.read(), "<stdin>"), "<stdin>"
+        return decode_text(decompress(sys.stdin.buffer.read(), "<stdin>"), "<stdin>"), "<stdin>"
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -50,14 +72,28 @@ def read_source(path: str | Path) -> tuple[str, str]:
         raise InputError("is a directory, expected a file", source=str(p)) from None
     except OSError as err:
         raise InputError(f"cannot read: {err.strerror}", source=str(p)) from None
-    return decode_text(data, str(p)), str(p)
+    return decode_text(decompress(data, str(p)), str(p)), str(p)
 
 
-def parse_history_with_format(text: str, source: str, fmt: str = "auto") -> tuple[str, list[Message]]:
-    """Parse ``text`` as ``fmt`` (or the first format that fits, for ``auto``); returns (format name, messages)."""
+def parse_history_with_format(
+    text: str, source: str, fmt: str = "auto", *, instance: str | None = None
+) -> tuple[str, list[Message]]:
+    """Parse ``text`` as ``fmt`` (or the first format that fits, for ``auto``); returns (format name, messages).
+    ``instance`` names the instance of an OpenHands evaluation output that holds several."""
+    if fmt != "auto" and fmt not in IMPORTERS:
+        raise InputError(f"unknown format {fmt!r} (known: auto, {', '.join(IMPORTERS)})", source=source)
+    try:
+        return _parse(text, source, fmt, instance)
+    except RecursionError:  # a structure nested deeper than the stack (copying or validating it)
+        raise InputError("nested too deeply to read", source=source) from None
+
+
+def _parse(text: str, source: str, fmt: str, instance: str | None) -> tuple[str, list[Message]]:
+    if instance is not None:
+        if fmt not in ("auto", "openhands-eval"):
+            raise InputError(f"--instance applies to OpenHands evaluation output, not to {fmt!r}", source=source)
+        return "openhands-eval", load_openhands_eval(text, source, instance)
     if fmt != "auto":
-        if fmt not in IMPORTERS:
-            raise InputError(f"unknown format {fmt!r} (known: auto, {', '.join(IMPORTERS)})", source=source)
         return fmt, IMPORTERS[fmt](text, source)
     failures: list[str] = []
     position = None
@@ -65,6 +101,8 @@ def parse_history_with_format(text: str, source: str, fmt: str = "auto") -> tupl
     for name, importer in IMPORTERS.items():
         try:
             return name, importer(text, source)
+        except InstanceChoiceError:
+            raise  # the format fits; the caller must pick an instance
         except InputError as err:
             failures.append(f"{name}: {_without_source(err)}")
             if looks_json and position is None and err.position and err.problem.startswith("malformed JSON"):
@@ -80,17 +118,18 @@ def _without_source(err: InputError) -> str:
     return f"{', '.join(where)}: {err.problem}" if where else err.problem
 
 
-def parse_history(text: str, source: str, fmt: str = "auto") -> list[Message]:
+def parse_history(text: str, source: str, fmt: str = "auto", *, instance: str | None = None) -> list[Message]:
     """Parse ``text`` as ``fmt`` (``auto``: the first format that fits) into messages."""
-    return parse_history_with_format(text, source, fmt)[1]
+    return parse_history_with_format(text, source, fmt, instance=instance)[1]
 
 
-def load_history_with_format(path: str | Path, fmt: str = "auto") -> tuple[str, list[Message]]:
+def load_history_with_format(path: str | Path, fmt: str = "auto", *, instance: str | None = None) -> tuple[str, list[Message]]:
     """Read a file (or ``-`` for stdin); returns (format name, messages)."""
     text, source = read_source(path)
-    return parse_history_with_format(text, source, fmt)
+    return parse_history_with_format(text, source, fmt, instance=instance)
 
 
-def load_history(path: str | Path, fmt: str = "auto") -> list[Message]:
-    """Read a file (or ``-`` for stdin) as ``fmt`` (``auto`` by default) into messages."""
-    return load_history_with_format(path, fmt)[1]
+def load_history(path: str | Path, fmt: str = "auto", *, instance: str | None = None) -> list[Message]:
+    """Read a file (or ``-`` for stdin) as ``fmt`` (``auto`` by default) into messages; ``instance`` picks one
+    instance of an OpenHands evaluation output that holds several."""
+    return load_history_with_format(path, fmt, instance=instance)[1]

@@ -18,11 +18,16 @@ def decode_text(data: bytes, source: str) -> str:
         raise InputError(f"not UTF-8 text ({err.reason})", source=source, position=f"byte {err.start}") from None
 
 
+TOO_DEEP = "JSON nested too deeply for Python's parser"
+
+
 def parse_json(text: str, source: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
         raise InputError(f"malformed JSON: {err.msg}", source=source, position=f"line {err.lineno} column {err.colno}") from None
+    except RecursionError:
+        raise InputError(TOO_DEEP, source=source) from None
 
 
 def parse_jsonl(text: str, source: str) -> list[Message]:
@@ -34,6 +39,8 @@ def parse_jsonl(text: str, source: str) -> list[Message]:
             raw = json.loads(line)
         except json.JSONDecodeError as err:
             raise InputError(f"malformed JSON line: {err.msg}", source=source, position=f"line {lineno} column {err.colno}") from None
+        except RecursionError:
+            raise InputError(TOO_DEEP, source=source, position=f"line {lineno}") from None
         messages.append(parse_message(raw, index=len(messages), source=source))
     if not messages:
         raise InputError("the history is empty", source=source)

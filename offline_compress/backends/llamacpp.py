@@ -1,10 +1,10 @@
-"""llama.cpp in-process backend: loads a GGUF once, builds Outlines generators (llguidance backend) once per
-schema, and keeps the KV cache of fixed prompt prefixes so a repeated prefix is not re-evaluated.
+"""The in-process backend: llama.cpp (llama-cpp-python) loads a GGUF once; Outlines' ``Generator`` with the llguidance
+backend, built once per schema, constrains the greedy decode; the KV cache of the fixed prompt prefix is kept.
 
-Why these choices (measured, see README): Outlines' default ``outlines_core`` backend took seconds to compile a
-nested schema for Gemma's 262k vocabulary and ran out of memory on long strings; llguidance compiles in ~3 s
-with little per-token cost. Outlines resets the llama.cpp context after each call, which defeats llama.cpp's
-own prefix reuse, so we restore a saved state of the fixed prefix before each call instead.
+Why these choices (measured, see README, "Why these dependencies"): Outlines' default ``outlines_core`` backend took
+seconds to compile a nested schema for Gemma's 262k vocabulary and ran out of memory on long strings; llguidance
+compiles in ~3 s with little per-token cost. Outlines resets the llama.cpp context after each call, which defeats
+llama-cpp-python's own prefix reuse, so we restore a saved state of the fixed prefix before each call instead.
 """
 
 from __future__ import annotations
@@ -14,40 +14,31 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from .errors import BackendError
-from .threads import default_threads, threads_now
+from ..errors import BackendError
+from ..threads import default_threads, threads_now
+from .base import Generation
 
-
-@dataclass(frozen=True)
-class Generation:
-    text: str
-    prompt_tokens: int
-    prefix_tokens: int
-    prefix_cached: bool
-    generated_tokens: int
-    prompt_seconds: float
-    total_seconds: float
-    threads: int  # llama.cpp threads this generation ran with
+Decoder = Literal["outlines", "forced"]
 
 
 @dataclass(frozen=True)
 class FastGeneration(Generation):
-    """``Generation`` from ``generate_json_fast``, with what the fast loop did. ``generated_tokens`` is the exact
+    """``Generation`` from the forced-token loop (fastdecode.py), with what it did. ``generated_tokens`` is the exact
     number of output tokens (forced + sampled, final EOS excluded), not a re-tokenization of the text."""
 
-    forced_tokens: int
-    sampled_tokens: int
-    decode_calls: int  # llama.cpp decode batches during generation (prompt excluded)
-    masks: int  # full token masks computed (only where the unconstrained greedy token was not allowed)
-    mask_seconds: float  # llguidance time: masks, validations, forced tokens
-    generation_seconds: float  # the decode loop alone (prompt evaluation excluded)
-    stop_reason: str  # "grammar" | "eos" | "max_tokens" | "error: ..."
+    forced_tokens: int = 0
+    sampled_tokens: int = 0
+    decode_calls: int = 0  # llama.cpp decode batches during generation (prompt excluded)
+    masks: int = 0  # full token masks computed (only where the unconstrained greedy token was not allowed)
+    mask_seconds: float = 0.0  # llguidance time: masks, validations, forced tokens
+    stop_reason: str = ""  # "grammar" | "eos" | "max_tokens" | "error: ..."
 
 
 class LlamaCppBackend:
-    """One loaded GGUF. Build once, call ``generate_json`` many times."""
+    """One loaded GGUF. Build once, call ``generate`` many times (one at a time: a llama.cpp context is not
+    thread-safe; the compressor holds a lock)."""
 
     def __init__(
         self,
@@ -59,6 +50,7 @@ class LlamaCppBackend:
         n_gpu_layers: int = 0,
         flash_attn: bool = False,
         seed: int = 0,
+        decoder: Decoder = "outlines",
         verbose: bool = False,
     ) -> None:
         try:
@@ -66,7 +58,10 @@ class LlamaCppBackend:
             import outlines
         except ImportError as err:  # pragma: no cover - install problem
             raise BackendError(f"llama-cpp-python and outlines are required ({err}); see README, 'Install'") from err
+        if decoder not in ("outlines", "forced"):
+            raise ValueError(f"decoder must be 'outlines' or 'forced', got {decoder!r}")
         self.model_path = Path(model_path)
+        self.decoder: Decoder = decoder
         # None: adaptive, re-chosen before each generation from the cores free then (threads.py)
         self.adaptive_threads = n_threads is None
         self.n_threads = n_threads or default_threads()
@@ -90,7 +85,9 @@ class LlamaCppBackend:
         self.n_ctx = n_ctx
         self.flash_attn = flash_attn
         self.gpu = n_gpu_layers != 0 and bool(llama_cpp.llama_supports_gpu_offload())
+        self.name = f"llama.cpp {'GPU' if self.gpu else 'CPU'} ({self.model_path.name})"
         self.chat_template: str | None = self.llm.metadata.get("tokenizer.chat_template")
+        self.instruct = self.chat_template is not None
         with warnings.catch_warnings():
             # llguidance's vocabulary import calls a llama.cpp function deprecated in 0.3.36 once per token (262k).
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -98,6 +95,11 @@ class LlamaCppBackend:
         self._generators: dict[str, Any] = {}
         self._prefix_states: dict[str, tuple[list[int], Any]] = {}
         self._fast_decoder: Any = None
+
+    def close(self) -> None:
+        self._generators.clear()
+        self._prefix_states.clear()
+        self.llm.close()
 
     # -- tokens ---------------------------------------------------------------------------------------------
     def tokenize(self, text: str, *, add_bos: bool = False) -> list[int]:
@@ -114,7 +116,7 @@ class LlamaCppBackend:
         if n < 1:
             raise ValueError(f"threads must be >= 1, got {n}")
         if n != self.n_threads:
-            llama_cpp.llama_set_n_threads(self.llm._ctx.ctx, n, n)  # noqa: SLF001 - no public setter
+            llama_cpp.llama_set_n_threads(self.llm.ctx, n, n)
             self.n_threads = n
 
     def _choose_threads(self) -> int:
@@ -134,58 +136,70 @@ class LlamaCppBackend:
                 self._generators[key] = Generator(self._outlines_model, JsonSchema(key), backend="llguidance")
         return self._generators[key]
 
-    def _restore_prefix(self, prefix: str) -> tuple[int, bool]:
-        """Put the KV cache in the state right after ``prefix`` (BOS included); returns (tokens, was cached)."""
+    def _restore_prefix(self, prefix: str) -> tuple[list[int], bool]:
+        """Put the KV cache in the state right after ``prefix`` (BOS included); returns (its tokens, was cached)."""
         cached = self._prefix_states.get(prefix)
         if cached is not None:
             self.llm.load_state(cached[1])
-            return len(cached[0]), True
+            return cached[0], True
         tokens = self.tokenize(prefix, add_bos=True)
         self.llm.reset()
         self.llm.eval(tokens)
         self._prefix_states[prefix] = (tokens, self.llm.save_state())
-        return len(tokens), False
+        return tokens, False
 
-    def generate_json(
+    def _prompt(self, prefix: str, suffix: str, max_tokens: int) -> list[int]:
+        prompt = self.tokenize(prefix + suffix, add_bos=True)
+        if len(prompt) + max_tokens > self.n_ctx:
+            raise BackendError(f"prompt of {len(prompt)} tokens + {max_tokens} output tokens exceeds n_ctx={self.n_ctx}")
+        return prompt
+
+    def eval_prompt(self, prefix: str, prompt: list[int]) -> tuple[int, bool]:
+        """The KV cache holds all of ``prompt`` afterwards: the prefix's restored, the rest evaluated. Returns
+        (prefix tokens, prefix cached). The fixed prefix ends in a newline that never merges with what follows,
+        so its tokens start the prompt's; if a prefix ever did not, the whole prompt is evaluated afresh."""
+        prefix_tokens, cached = self._restore_prefix(prefix)
+        if len(prompt) <= len(prefix_tokens) or prompt[: len(prefix_tokens)] != prefix_tokens:
+            self.llm.reset()
+            self.llm.eval(prompt)
+            return 0, False
+        self.llm.eval(prompt[len(prefix_tokens):])
+        return len(prefix_tokens), cached
+
+    def generate(
         self, prefix: str, suffix: str, schema: dict[str, Any], max_tokens: int, repeat_penalty: float = 1.0
     ) -> Generation:
         """Greedy (temperature 0) constrained generation of a JSON document for ``prefix + suffix``.
 
-        ``repeat_penalty`` > 1 keeps small models out of loops (still greedy, still deterministic).
-        The prefix's KV state is restored first; llama-cpp-python then evaluates only the suffix because the
-        prompt's tokens start with the cached ones. Same input, same output bytes."""
+        ``repeat_penalty`` > 1 keeps small models out of loops (still greedy, still deterministic). The prompt is in
+        the KV cache before the decoder starts (prefix restored, rest evaluated), so llama-cpp-python samples at
+        once and the prompt time is measured apart. Same input, same output bytes."""
+        if self.decoder == "forced":
+            return self._generate_forced(prefix, suffix, schema, max_tokens, repeat_penalty)
         generator = self.generator(schema)
-        prompt_tokens = len(self.tokenize(prefix + suffix, add_bos=True))
-        if prompt_tokens + max_tokens > self.n_ctx:
-            raise BackendError(
-                f"prompt of {prompt_tokens} tokens + {max_tokens} output tokens exceeds n_ctx={self.n_ctx}"
-            )
+        prompt = self._prompt(prefix, suffix, max_tokens)
         start = time.perf_counter()
         threads = self._choose_threads()
-        prefix_tokens, cached = self._restore_prefix(prefix)
-        prefix_done = time.perf_counter()
-        text = generator(
-            prefix + suffix, max_tokens=max_tokens, temperature=0.0, seed=0, repeat_penalty=repeat_penalty
-        )
-        total = time.perf_counter() - start
-        generated = len(self.tokenize(text)) if text else 0
+        prefix_tokens, cached = self.eval_prompt(prefix, prompt)
+        prompt_done = time.perf_counter()
+        text = generator(prefix + suffix, max_tokens=max_tokens, temperature=0.0, seed=0, repeat_penalty=repeat_penalty)
         return Generation(
             text=text,
-            prompt_tokens=prompt_tokens,
+            prompt_tokens=len(prompt),
             prefix_tokens=prefix_tokens,
             prefix_cached=cached,
-            generated_tokens=generated,
-            prompt_seconds=prefix_done - start,
-            total_seconds=total,
+            generated_tokens=len(self.tokenize(text)) if text else 0,
+            prompt_seconds=prompt_done - start,
+            total_seconds=time.perf_counter() - start,
             threads=threads,
         )
 
-    # -- fast path (offline_compress/fastdecode.py) ------------------------------------------------------
+    # -- the forced-token loop (offline_compress/fastdecode.py) ----------------------------------------------
     def fast_decoder(self) -> Any:
         """The ``FastJsonDecoder`` for this model, built on first use. It reuses the llguidance tokenizer of an
         Outlines generator already built here (building one over Gemma's vocabulary takes seconds)."""
         if self._fast_decoder is None:
-            from .fastdecode import FastJsonDecoder
+            from ..fastdecode import FastJsonDecoder
 
             tokenizer = None
             for generator in self._generators.values():
@@ -195,22 +209,17 @@ class LlamaCppBackend:
             self._fast_decoder = FastJsonDecoder(self.llm, tokenizer)
         return self._fast_decoder
 
-    def generate_json_fast(
-        self, prefix: str, suffix: str, schema: dict[str, Any], max_tokens: int, repeat_penalty: float = 1.0
+    def _generate_forced(
+        self, prefix: str, suffix: str, schema: dict[str, Any], max_tokens: int, repeat_penalty: float
     ) -> FastGeneration:
-        """Same contract as ``generate_json`` (greedy, constrained, same prompt, same repetition penalty), but
+        """Same contract as the Outlines path (greedy, constrained, same prompt, same repetition penalty), but
         tokens the grammar forces are appended in one batch instead of one decode each; see fastdecode.py."""
         decoder = self.fast_decoder()
-        prompt = self.tokenize(prefix + suffix, add_bos=True)
-        if len(prompt) + max_tokens > self.n_ctx:
-            raise BackendError(
-                f"prompt of {len(prompt)} tokens + {max_tokens} output tokens exceeds n_ctx={self.n_ctx}"
-            )
+        prompt = self._prompt(prefix, suffix, max_tokens)
         start = time.perf_counter()
         threads = self._choose_threads()
-        prefix_tokens, cached = self._restore_prefix(prefix)
-        decoder.eval_prompt(prompt)
-        prefix_done = time.perf_counter()  # prompt processing: prefix restore + the rest of the prompt
+        prefix_tokens, cached = self.eval_prompt(prefix, prompt)
+        prompt_done = time.perf_counter()
         result = decoder.decode(schema, max_tokens, repeat_penalty=repeat_penalty, prompt_tokens=prompt)
         text = self.llm.detokenize(result.tokens, prev_tokens=prompt).decode("utf-8", errors="ignore")
         return FastGeneration(
@@ -219,7 +228,7 @@ class LlamaCppBackend:
             prefix_tokens=prefix_tokens,
             prefix_cached=cached,
             generated_tokens=len(result.tokens),
-            prompt_seconds=prefix_done - start,
+            prompt_seconds=prompt_done - start,
             total_seconds=time.perf_counter() - start,
             threads=threads,
             forced_tokens=result.forced_tokens,
@@ -227,6 +236,5 @@ class LlamaCppBackend:
             decode_calls=result.decode_calls,
             masks=result.masks,
             mask_seconds=result.mask_seconds,
-            generation_seconds=result.seconds,
             stop_reason=result.stop_reason,
         )

@@ -1,0 +1,53 @@
+"""The summariser backend seam: what the compressor needs from a model, whichever engine runs it.
+
+The compressor builds a prompt (a fixed prefix + a per-history suffix), asks for one JSON document that follows the
+draft's bounded schema, and counts tokens to fit its prompt budget. It validates what comes back itself (a server
+may answer with unconstrained text), so a backend only has to try; see ``Compressor._draft``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One constrained generation and what it cost. Seconds are wall time in this process."""
+
+    text: str
+    prompt_tokens: int
+    prefix_tokens: int = 0  # tokens of the fixed prefix (0 where the backend does not say)
+    prefix_cached: bool = False  # the prefix's KV state was reused (in-process: restored; server: its own cache)
+    generated_tokens: int = 0
+    prompt_seconds: float = 0.0  # prompt processing (0 where the backend cannot tell it apart)
+    total_seconds: float = 0.0
+    threads: int = 0  # llama.cpp threads in this process (0: not run here)
+
+    @property
+    def generation_seconds(self) -> float:
+        return self.total_seconds - self.prompt_seconds
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A model that writes one JSON document for a prompt under a JSON schema, greedily (temperature 0)."""
+
+    name: str  # what runs the model, for stats and progress lines ("llama.cpp CPU", "openai-compatible server at …")
+    n_ctx: int  # the context window: prompt + output tokens must fit
+    instruct: bool  # the prompt text must carry the model's turn markup itself (prompt.py wraps it then)
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` (no BOS) in the model's own vocabulary, or as close as the backend can tell."""
+        ...
+
+    def generate(
+        self, prefix: str, suffix: str, schema: dict[str, Any], max_tokens: int, repeat_penalty: float = 1.0
+    ) -> Generation:
+        """One JSON document for the prompt ``prefix + suffix`` (``prefix`` never changes between calls: a backend
+        may cache its state). Raises ``BackendError`` when the engine cannot be reached or fails."""
+        ...
+
+    def close(self) -> None:
+        """Free the model or the connection; the backend is not used afterwards."""
+        ...

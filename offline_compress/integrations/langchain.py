@@ -1,0 +1,177 @@
+"""LangChain v1 agent middleware: compacts the agent's messages with offline_compress before each model call.
+
+    from langchain.agents import create_agent
+    from offline_compress.integrations.langchain import OfflineCompactionMiddleware
+
+    agent = create_agent(model, tools, middleware=[OfflineCompactionMiddleware(model_max_tokens=32_768)])
+
+Like LangChain's ``SummarizationMiddleware`` it works in ``before_model`` and replaces the whole message list
+(``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` then the new list), but the trigger, the cut and the summary are
+``CompactionHook``'s: exact token counts, the head (the task) kept verbatim, an AI message with tool calls never
+separated from its tool messages, the summary a grounded ``CompressedContext`` written offline, and the replaced
+messages archived first. Kept messages are passed through as the same objects (ids, metadata and all).
+
+Each conversation gets its own hook, so two threads never share a summary: the conversation is the
+checkpointer's ``thread_id``, or, without a checkpointer, the id of the first message (the head keeps it). The
+middleware also offers a ``recall`` tool that searches the conversation's archived messages; pass
+``recall=False`` to offer none (the summary then does not mention it). Install with
+``pip install "offline_compress[langchain]"``."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any, Literal
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, AgentState
+    from langchain.tools import ToolRuntime
+    from langchain_core.messages import (
+        AnyMessage,
+        BaseMessage,
+        HumanMessage,
+        RemoveMessage,
+        SystemMessage,
+        convert_to_openai_messages,
+    )
+    from langchain_core.tools import BaseTool, StructuredTool
+    from langgraph.graph.message import REMOVE_ALL_MESSAGES
+    from langgraph.runtime import Runtime
+except ImportError as err:  # pragma: no cover - depends on the installed extras
+    raise ImportError(f"offline_compress.integrations.langchain needs LangChain v1 ({err}); install it with: "
+                      'pip install "offline_compress[langchain]"') from None
+
+from ..compressor import parse_summary_message
+from ..errors import InputError
+from ..hook import CompactionHook
+from ..messages import parse_message
+from ..recall import RECALL_NOTE, RECALL_TOOL_NAME, recall_handler, tool_definition
+
+# Marks the summary message we add, in its ``additional_kwargs``: a user's own text that happens to start with
+# the summary marker is never taken for a summary.
+SUMMARY_KWARG = "offline_compress"
+MAX_CONVERSATIONS = 256  # hooks kept (least recently used dropped: its summary still lives in the messages)
+
+
+def to_openai(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    """LangChain messages as OpenAI chat dicts, by langchain-core's own conversion, one dict per message."""
+    converted = convert_to_openai_messages(list(messages))
+    if len(converted) != len(messages):  # one dict per message, or the identity mapping back breaks
+        raise InputError(f"langchain-core converted {len(messages)} messages into {len(converted)}")
+    return converted
+
+
+def summary_to_langchain(summary: dict[str, Any]) -> BaseMessage:
+    """The hook's summary message (role user or system) as a LangChain message, marked as ours."""
+    cls = HumanMessage if summary["role"] == "user" else SystemMessage
+    return cls(content=summary["content"], id=str(uuid.uuid4()), additional_kwargs={SUMMARY_KWARG: "summary"})
+
+
+def is_summary(message: BaseMessage) -> bool:
+    """A summary message this middleware added (and still holding a valid summary)."""
+    if message.additional_kwargs.get(SUMMARY_KWARG) != "summary":
+        return False
+    return parse_summary_message(parse_message({"role": "system", "content": message.content}, index=0)) is not None
+
+
+class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Compacts the conversation before a model call when ``CompactionHook``'s trigger fires.
+
+    ``model_max_tokens``: the agent model's context window. ``summary_role``: the summary is a ``HumanMessage``
+    (default; as ``SummarizationMiddleware`` does, since some providers accept system messages only first) or a
+    ``SystemMessage``. ``recall``: offer the ``recall`` tool. ``session_prefix``: archive sessions are
+    ``session_prefix + thread_id``. Other keyword arguments go to each ``CompactionHook`` (``archive_path``,
+    ``compressor``, ``keep_last``, ``keep_first``, ``trigger``, ``counter``, ``summary_fraction``,
+    ``summary_max_tokens``)."""
+
+    def __init__(
+        self,
+        model_max_tokens: int,
+        *,
+        summary_role: Literal["human", "system"] = "human",
+        recall: bool = True,
+        session_prefix: str = "langchain-",
+        **hook_options: Any,
+    ) -> None:
+        super().__init__()
+        if summary_role not in ("human", "system"):
+            raise ValueError(f"summary_role must be 'human' or 'system', got {summary_role!r}")
+        for forbidden in ("session", "recall_note"):
+            if forbidden in hook_options:
+                raise ValueError(f"{forbidden}= is set by the middleware (per conversation; recall=)")
+        # The summary tells the agent about the recall tool exactly when the middleware offers it.
+        hook_options |= {"recall_note": RECALL_NOTE if recall else "",
+                         "summary_role": "user" if summary_role == "human" else "system"}
+        CompactionHook(model_max_tokens, **hook_options)  # bad options fail here, not at the first model call
+        self.model_max_tokens = model_max_tokens
+        self.summary_role = summary_role
+        self.session_prefix = session_prefix
+        self.recall_enabled = recall
+        self._hook_options = hook_options
+        self._hooks: OrderedDict[str, CompactionHook] = OrderedDict()
+        self._lock = threading.Lock()
+        self.tools: list[BaseTool] = [self._recall_tool()] if recall else []
+
+    # ------------------------------------------------------------------------------------------ conversations
+
+    @staticmethod
+    def conversation_key(thread_id: str | None, messages: Sequence[BaseMessage]) -> str | None:
+        if thread_id is not None:
+            return f"thread:{thread_id}"
+        return f"first:{messages[0].id}" if messages and messages[0].id else None
+
+    def hook(self, key: str | None) -> CompactionHook:
+        """The hook of one conversation (created on first use; ``None``: a new hook each time)."""
+        with self._lock:
+            if key is not None and key in self._hooks:
+                self._hooks.move_to_end(key)
+                return self._hooks[key]
+            thread = key.removeprefix("thread:") if key and key.startswith("thread:") else None
+            session = f"{self.session_prefix}{thread}" if thread is not None else None  # None: a new uuid
+            hook = CompactionHook(self.model_max_tokens, session=session, **self._hook_options)
+            if key is not None:
+                self._hooks[key] = hook
+                while len(self._hooks) > MAX_CONVERSATIONS:
+                    self._hooks.popitem(last=False)
+            return hook
+
+    # ------------------------------------------------------------------------------------------ the hook point
+
+    def compact(self, messages: Sequence[AnyMessage], hook: CompactionHook) -> list[BaseMessage] | None:
+        """The new message list, or None when the hook keeps the history as it is."""
+        converted = to_openai(messages)
+        new = hook.before_step(converted)
+        if len(new) == len(converted) and all(a is b for a, b in zip(new, converted)):
+            return None
+        original = {id(d): m for d, m in zip(converted, messages)}
+        return [original[id(d)] if id(d) in original else summary_to_langchain(d) for d in new]
+
+    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        messages = state["messages"]
+        if not messages:
+            return None
+        info = getattr(runtime, "execution_info", None)
+        hook = self.hook(self.conversation_key(getattr(info, "thread_id", None), messages))
+        new = self.compact(messages, hook)
+        if new is None:
+            return None
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *new]}
+
+    async def abefore_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        # The compressor blocks (llama.cpp): keep the event loop free.
+        return await asyncio.to_thread(self.before_model, state, runtime)
+
+    # ------------------------------------------------------------------------------------------ recall
+
+    def _recall_tool(self) -> BaseTool:
+        definition = tool_definition()["function"]
+
+        def recall(query: str, runtime: ToolRuntime, k: int = 5) -> str:
+            thread_id = (runtime.config or {}).get("configurable", {}).get("thread_id")
+            hook = self.hook(self.conversation_key(thread_id, runtime.state.get("messages", [])))
+            return recall_handler(hook.archive, session=hook.session)({"query": query, "k": k})
+
+        return StructuredTool.from_function(recall, name=RECALL_TOOL_NAME, description=definition["description"])

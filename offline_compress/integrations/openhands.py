@@ -1,0 +1,245 @@
+"""OpenHands SDK condenser: the agent's history condensed offline, through ``CompactionHook``.
+
+    from openhands.sdk import Agent
+    from offline_compress.integrations.openhands import OfflineCondenser
+
+    agent = Agent(llm=llm, tools=tools, condenser=OfflineCondenser(keep_first=2, session=conversation_id))
+
+It is a ``RollingCondenser``: before each agent step the SDK hands it the ``View`` (the events the LLM would get).
+When condensation is needed it returns the SDK's own ``Condensation`` event (the ids of the forgotten events,
+the summary, and the offset where the SDK inserts it), and the SDK applies it to every later view.
+
+- Requirement: an unhandled ``CondensationRequest`` (a user's or the agent's) or a view that no longer fits the
+  window is HARD; our trigger firing (60% of the window by default, a heavy tool, the turn limit) is SOFT, so
+  when no condensation is possible the agent just goes on with the full view.
+- What is kept follows the SDK's conventions: the ``SystemPromptEvent`` and the first ``keep_first`` events
+  are never forgotten; every boundary is one of the view's manipulation indices (tool calls with their
+  observations, multi-action batches and thinking-block tool loops stay whole); the last ``keep_last``
+  messages stay verbatim. Between them everything is forgotten, and only what the summary covers.
+- The summary is ``CompactionHook``'s: a ``[CONTEXT_SUMMARY]`` JSON document written offline (grounded facts,
+  the embedded model's narrative), the replaced events archived first. An earlier summary of ours in the view
+  is merged into the next one and forgotten with the events around it.
+- The view is the only state: a conversation restored from its events condenses as the live one would.
+
+Install with ``pip install "offline_compress[openhands]"`` (the SDK needs Python >= 3.12)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, PrivateAttr
+
+# Importing the SDK imports litellm, which fetches its model-cost map from GitHub unless told to use its bundled
+# copy, and the SDK prints a banner. The user's own settings win.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("OPENHANDS_SUPPRESS_BANNER", "1")
+
+try:
+    from openhands.sdk.context.condenser.base import (
+        CondensationRequirement,
+        NoCondensationAvailableException,
+        RollingCondenser,
+    )
+    from openhands.sdk.context.view import View
+    from openhands.sdk.event import ActionEvent, Condensation, CondensationSummaryEvent, LLMConvertibleEvent
+    from openhands.sdk.event.llm_convertible import SystemPromptEvent
+    from openhands.sdk.llm import LLM
+except ImportError as err:  # pragma: no cover - depends on the installed extras
+    raise ImportError(f"offline_compress.integrations.openhands needs the OpenHands SDK ({err}); install it with: "
+                      'pip install "offline_compress[openhands]" (Python >= 3.12)') from None
+
+from ..compressor import DEFAULT_MODEL, Compressor, default_compressor, is_summary_message
+from ..cut import cut_index, head_end
+from ..hook import DEFAULT_SUMMARY_FRACTION, DEFAULT_SUMMARY_MAX_TOKENS, CompactionHook
+from ..messages import Message, as_messages
+from ..tokens import get_counter
+from ..trigger import TriggerConfig, evaluate_compression
+
+
+def view_messages(events: Sequence[LLMConvertibleEvent]) -> tuple[list[dict[str, Any]], list[int]]:
+    """The events as OpenAI chat dicts, through the SDK's own conversion, and the index of each message's first
+    event (plus ``len(events)`` at the end). Actions of one LLM response become one assistant message, as the SDK
+    sends them; an earlier summary of ours becomes the system message the hook looks for."""
+    messages: list[dict[str, Any]] = []
+    starts: list[int] = []
+    i = 0
+    while i < len(events):
+        j = i + 1
+        if isinstance(events[i], ActionEvent):
+            while (j < len(events) and isinstance(events[j], ActionEvent)
+                   and events[j].llm_response_id == events[i].llm_response_id):
+                j += 1
+        [message] = LLMConvertibleEvent.events_to_messages(list(events[i:j]))
+        converted = message.to_chat_dict(cache_enabled=False, vision_enabled=False, function_calling_enabled=True,
+                                         force_string_serializer=True, send_reasoning_content=False)
+        if isinstance(events[i], CondensationSummaryEvent):
+            as_system = {"role": "system", "content": events[i].summary}
+            if is_summary_message(Message.model_validate(as_system)):
+                converted = as_system
+        messages.append(converted)
+        starts.append(i)
+        i = j
+    starts.append(len(events))
+    return messages, starts
+
+
+def turns_since_summary(messages: Sequence[Message]) -> int:
+    """Agent turns after our last summary (all of them when there is none): the hook's turn count, read from
+    the view instead of kept in memory."""
+    last = max((i for i, m in enumerate(messages) if is_summary_message(m)), default=-1)
+    return sum(1 for m in messages[last + 1:] if m.role == "assistant")
+
+
+class OfflineCondenser(RollingCondenser):
+    """Condenses an OpenHands conversation with offline_compress (no LLM calls).
+
+    ``max_tokens``: the window the trigger works against; default (None) the agent LLM's
+    ``effective_max_input_tokens`` (the smaller of the two when both are known). ``keep_first``: events at the
+    start never condensed (the SDK's convention; the system prompt is always kept). ``keep_last``: messages kept
+    verbatim at the end. ``model``: the compressor's model (manifest name or ``.gguf`` path; None: extractive,
+    no model). ``archive_path``, ``session``: where the replaced events are archived (``CompactionHook``; default
+    a new session id per condenser). ``summary_fraction``, ``summary_max_tokens``: the summary's token budget
+    (``CompactionHook``'s). ``compressor=``: an already loaded ``Compressor`` to share (not serialised)."""
+
+    max_tokens: int | None = Field(default=None, gt=0)
+    keep_first: int = Field(default=2, ge=0)
+    keep_last: int = Field(default=5, ge=0)
+    model: str | None = DEFAULT_MODEL
+    archive_path: str | None = None
+    session: str | None = None
+    trigger: TriggerConfig = TriggerConfig()
+    summary_fraction: float = Field(default=DEFAULT_SUMMARY_FRACTION, gt=0, le=1)
+    summary_max_tokens: int = Field(default=DEFAULT_SUMMARY_MAX_TOKENS, gt=0)
+
+    _compressor: Compressor | None = PrivateAttr(default=None)
+    _hook: CompactionHook | None = PrivateAttr(default=None)
+    _session: str = PrivateAttr(default_factory=lambda: uuid.uuid4().hex)
+
+    def __init__(self, *, compressor: Compressor | None = None, **data: Any) -> None:
+        super().__init__(**data)
+        self._compressor = compressor
+
+    def handles_condensation_requests(self) -> bool:
+        return True
+
+    def hook_for(self, window: int) -> CompactionHook:
+        """The hook that writes and archives the summaries, for a window of ``window`` tokens (its summary
+        budget is a share of the window). Created on first use, again if the window changes, same session."""
+        if self._hook is None or self._hook.model_max_tokens != window:
+            compressor = self._compressor or default_compressor(self.model)
+            archive = Path(self.archive_path) if self.archive_path else None
+            # recall_note="": a condenser cannot offer the agent a tool, so the summary must not mention one.
+            self._hook = CompactionHook(window, archive_path=archive, session=self.session or self._session,
+                                        compressor=compressor, trigger=self.trigger, recall_note="",
+                                        summary_fraction=self.summary_fraction,
+                                        summary_max_tokens=self.summary_max_tokens)
+        return self._hook
+
+    @property
+    def hook(self) -> CompactionHook | None:
+        """The hook of the last condensation (None before the first)."""
+        return self._hook
+
+    def window(self, agent_llm: LLM | None) -> int:
+        limits = [x for x in (self.max_tokens, agent_llm.effective_max_input_tokens if agent_llm else None) if x]
+        if not limits:
+            raise ValueError("OfflineCondenser needs max_tokens= or an agent LLM whose max_input_tokens is known")
+        return min(limits)
+
+    def assess(self, view: View, agent_llm: LLM | None = None) -> tuple[CondensationRequirement | None, str]:
+        """(requirement, reason): HARD for a request or a view over the window, SOFT when our trigger fires."""
+        if view.unhandled_condensation_request:
+            return CondensationRequirement.HARD, "request"
+        limit = self.window(agent_llm)
+        parsed = as_messages(view_messages(view.events)[0])
+        decision = evaluate_compression(parsed, limit, turns_since_summary(parsed), config=self.trigger,
+                                        counter=get_counter())  # the hook's counter too: the model loads later
+        if decision.estimated_tokens >= limit:
+            return CondensationRequirement.HARD, "context-window"
+        if decision.should_compress:
+            return CondensationRequirement.SOFT, decision.reason
+        return None, "skip"
+
+    def condensation_requirement(self, view: View, agent_llm: LLM | None = None) -> CondensationRequirement | None:
+        return self.assess(view, agent_llm)[0]
+
+    def get_condensation(self, view: View, agent_llm: LLM | None = None) -> Condensation:
+        return self._condense(view, agent_llm, self.keep_last)
+
+    def hard_context_reset(self, view: View, agent_llm: LLM | None = None) -> Condensation | None:
+        """Everything after the kept head, the recent messages included, becomes the summary."""
+        try:
+            return self._condense(view, agent_llm, 0)
+        except NoCondensationAvailableException:
+            return None
+
+    async def aget_condensation(self, view: View, agent_llm: LLM | None = None) -> Condensation:
+        # The compressor blocks (llama.cpp): keep the event loop free.
+        return await asyncio.to_thread(self.get_condensation, view, agent_llm)
+
+    async def ahard_context_reset(self, view: View, agent_llm: LLM | None = None) -> Condensation | None:
+        return await asyncio.to_thread(self.hard_context_reset, view, agent_llm)
+
+    # ---------------------------------------------------------------------------------------------- the range
+
+    def forgotten_range(self, view: View, parsed: Sequence[Message], starts: Sequence[int],
+                        keep_last: int) -> tuple[int, int]:
+        """(head, cut) in messages: [head, cut) is summarised and forgotten. Both boundaries are manipulation
+        indices of the view, and both are where the hook itself puts them (so its summary covers exactly the
+        forgotten events): the head moves later and the cut earlier until the two rules agree."""
+        events = view.events
+        first_event = {e: m for m, e in enumerate(starts)}
+        safe = sorted(i for i in view.manipulation_indices if i in first_event)  # event indices that start a message
+        system = next((i for i, e in enumerate(events) if isinstance(e, SystemPromptEvent)), None)
+        protected = max(self.keep_first, system + 1 if system is not None else 0)
+
+        def at_or_after(event: int) -> int | None:
+            return next((i for i in safe if i >= event), None)
+
+        def at_or_before(event: int) -> int | None:
+            return next((i for i in reversed(safe) if i <= event), None)
+
+        n = len(parsed)
+        head_event = at_or_after(protected)
+        cut_event = at_or_before(starts[cut_index(parsed, keep_last)])
+        for _ in range(2 * n + 2):  # the head only moves later (or once, to an earlier summary), the cut earlier
+            if head_event is None or cut_event is None or head_event >= cut_event:
+                break
+            head = head_end(parsed, first_event[head_event], is_summary=is_summary_message)
+            cut = cut_index(parsed, n - first_event[cut_event])
+            new_head, new_cut = at_or_after(starts[head]), at_or_before(starts[cut])
+            if (new_head, new_cut) == (head_event, cut_event) and (head, cut) == (first_event[head_event],
+                                                                                   first_event[cut_event]):
+                return head, cut
+            head_event, cut_event = new_head, new_cut
+        raise NoCondensationAvailableException(
+            f"no room to condense: the first {protected} events are kept and the last {keep_last} messages too, "
+            "and no boundary between them keeps tool calls with their observations")
+
+    def _condense(self, view: View, agent_llm: LLM | None, keep_last: int) -> Condensation:
+        requirement, reason = self.assess(view, agent_llm)
+        messages, starts = view_messages(view.events)
+        parsed = as_messages(messages)
+        head, cut = self.forgotten_range(view, parsed, starts, keep_last)
+        hook = self.hook_for(self.window(agent_llm))
+        hook.keep_first, hook.keep_last = head, len(messages) - cut
+        hook.summary = None  # the previous summary is the one in the view (merged by the compressor), never memory
+        new = hook.compact(messages, reason=reason if requirement is not None else "request")
+        metrics = hook.metrics[-1]
+        if metrics.outcome != "compacted":
+            raise NoCondensationAvailableException(f"offline_compress kept the history: {metrics.note}")
+        if metrics.head != head or len(new) != head + 1 + len(messages) - cut:
+            raise AssertionError(f"the hook cut at {metrics.head}..{len(messages) - (len(new) - head - 1)}, "
+                                 f"not at the view's boundaries {head}..{cut}")
+        forgotten = view.events[starts[head]:starts[cut]]
+        return Condensation(
+            forgotten_event_ids={event.id for event in forgotten},
+            summary=new[head]["content"],
+            summary_offset=starts[head],
+            llm_response_id=f"offline_compress:{hook.session}:{metrics.compaction}",
+        )

@@ -1,0 +1,120 @@
+"""Some lines of a text joined into one string, with offsets that map back into the text.
+
+Secret detectors are line-local, and only a few lines of a long history can hold what a given detector looks
+for. Running a regex once over the joined candidate lines costs one C-level pass over a fraction of the text,
+instead of one Python call per line or a pass over everything.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable
+
+Span = tuple[int, int]
+
+
+def lower_same_length(text: str) -> str:
+    """``text.lower()`` when it keeps every offset; else ASCII-only lowering (a few characters, such as 'İ',
+    lower to two)."""
+    low = text.lower()
+    if len(low) == len(text):
+        return low
+    return "".join(ch.lower() if ch.isascii() else ch for ch in text)
+
+
+def line_span(text: str, pos: int) -> Span:
+    """(start, end) of the line of ``text`` holding ``pos``, without its line break."""
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    return start, len(text) if end < 0 else end
+
+
+def lines_with_needles(text: str, lowered: str, needles: Iterable[str]) -> list[Span]:
+    """The lines in which one of ``needles`` occurs, sorted, each once. A lower-case needle is looked for in
+    ``lowered`` (``text`` lowered, same length: any case matches), any other in ``text`` as it is."""
+    found: dict[int, int] = {}
+    for needle in needles:
+        haystack = lowered if needle == needle.lower() else text
+        pos = haystack.find(needle)
+        while pos >= 0:
+            start, end = line_span(text, pos)
+            found[start] = end
+            pos = haystack.find(needle, end)
+    return sorted(found.items())
+
+
+def intersect(*line_sets: list[Span]) -> list[Span]:
+    """The lines present in every one of ``line_sets`` (each sorted, as the functions above return them)."""
+    first, *rest = line_sets
+    keep = {a for a, _ in first}
+    for lines in rest:
+        keep &= {a for a, _ in lines}
+    return [span for span in first if span[0] in keep]
+
+
+def lines_matching(text: str, pattern: re.Pattern[str]) -> list[Span]:
+    """The lines on which ``pattern`` matches (the pattern must not match a line break), sorted, each once."""
+    found: dict[int, int] = {}
+    pos = 0
+    while (m := pattern.search(text, pos)) is not None:
+        start, end = line_span(text, m.start())
+        found[start] = end
+        pos = end + 1
+    return sorted(found.items())
+
+
+class LineView:
+    """``lines`` (sorted, disjoint spans of ``text``) joined by ``\\n`` into ``self.text``."""
+
+    def __init__(self, text: str, lines: list[Span]) -> None:
+        self.source = text
+        self.text = "\n".join(text[a:b] for a, b in lines)
+        self._view_starts: list[int] = []
+        self._text_starts: list[int] = []
+        pos = 0
+        for a, b in lines:
+            self._view_starts.append(pos)
+            self._text_starts.append(a)
+            pos += b - a + 1
+
+    def to_source(self, span: Span) -> Span:
+        """A span of ``self.text`` as a span of the source text, cut at the end of the line where it starts
+        (the joined lines are not neighbours in the source)."""
+        i = bisect.bisect_right(self._view_starts, span[0]) - 1
+        shift = self._text_starts[i] - self._view_starts[i]
+        line_end = self._view_starts[i + 1] - 1 if i + 1 < len(self._view_starts) else len(self.text)
+        return span[0] + shift, min(span[1], line_end) + shift
+
+    def line_of(self, pos: int) -> str:
+        """The source line that holds view position ``pos``."""
+        a, _ = self.to_source((pos, pos))
+        start, end = line_span(self.source, a)
+        return self.source[start:end]
+
+
+# A run of 20 characters of the alphabets keys are written in (base64, base64url, hex, with '='): every
+# token-shaped secret holds one, ordinary prose and most code lines do not.
+LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{20}")
+
+
+class ScanText:
+    """A text, its lower-case twin of the same length, and the line sets detectors ask for, each computed once
+    (our patterns and detect-secrets' plugins look at the same credential-word and long-token lines)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lowered = lower_same_length(text)
+        self._needles: dict[tuple[str, ...], list[Span]] = {}
+        self._token_view: LineView | None = None
+
+    def token_view(self) -> LineView:
+        """The lines that hold a ``LONG_TOKEN``, joined."""
+        if self._token_view is None:
+            self._token_view = LineView(self.text, lines_matching(self.text, LONG_TOKEN))
+        return self._token_view
+
+    def lines_with(self, needles: tuple[str, ...]) -> list[Span]:
+        if needles not in self._needles:
+            self._needles[needles] = lines_with_needles(self.text, self.lowered, needles)
+        return self._needles[needles]
