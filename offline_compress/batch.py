@@ -170,7 +170,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     Compressor(None, max_tokens=args.max_tokens)  # a budget below the largest draft: one line now, not per worker
     out_dir = Path(args.out)
     todo, skipped = plan(args.inputs, out_dir)
-    model = None if args.no_model else (args.model or DEFAULT_MODEL)
+    model = None if args.no_model else args.model
     if model is not None:  # a missing or altered model is one error before any work, not one per file
         resolve_model(None if model == DEFAULT_MODEL else model)
     threads = args.threads
@@ -204,8 +204,9 @@ def add_batch_parser(subparsers: Any) -> None:
     p.add_argument("inputs", nargs="+", help="history files, or folders to walk for them")
     p.add_argument("--out", required=True, help="folder for the <name>.summary.json outputs")
     p.add_argument("--format", default="auto", help="input format (as for compress; default auto)")
-    p.add_argument("--model", help="manifest name or .gguf path of the compressor model (default: the embedded Gemma)")
-    p.add_argument("--no-model", action="store_true", help="extractive only: exact facts, no model loaded")
+    p.add_argument("--model", help="add a model draft: 'default' (the embedded Gemma), a manifest name or a .gguf path "
+                                   "(default: none, extractive)")
+    p.add_argument("--no-model", action="store_true", help="extractive only (the default; kept for scripts)")
     p.add_argument("--keep-last", type=int, default=5, help="messages kept out of each summary (default 5)")
     p.add_argument("--max-tokens", type=int, default=2048, help="output token budget of the model (default 2048)")
     p.add_argument("--threads", type=int, default=None,

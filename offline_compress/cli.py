@@ -63,13 +63,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_compress(args: argparse.Namespace) -> int:
     from .backends.options import backend_from_args
-    from .compressor import DEFAULT_MODEL, Compressor
+    from .compressor import Compressor
 
     messages = _load(args)
     _progress(f"read {len(messages)} messages from {args.file}")
     start = time.perf_counter()
     server = backend_from_args(args)
-    model = None if args.no_model else (args.model or DEFAULT_MODEL)
+    model = None if args.no_model else args.model
     if server is None and model is not None:
         _progress("loading the model and compiling the grammar (once per process)")
     compressor = Compressor(model, keep_last=args.keep_last, max_tokens=args.max_tokens, n_threads=args.threads,
@@ -120,10 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compress", help="summarise all but the last messages into a CompressedContext (JSON)")
     history_args(p)
     p.add_argument("-o", "--output", help="write the JSON here (atomically) instead of stdout")
-    p.add_argument("--model", help="manifest name or .gguf path of the compressor model (default: the embedded Gemma); "
-                                   "with --backend openai, the server's model id (default: its only model)")
+    p.add_argument("--model", help="add a model draft: 'default' (the embedded Gemma), a manifest name or a .gguf path "
+                                   "(default: none, extractive); with --backend openai, the server's model id "
+                                   "(default: its only model)")
     p.add_argument("--no-model", action="store_true",
-                   help="extractive only: exact facts, no model loaded (milliseconds instead of seconds)")
+                   help="extractive only (the default; kept for scripts that pass it)")
     p.add_argument("--keep-last", type=int, default=5, help="messages kept out of the summary (default 5)")
     p.add_argument("--max-tokens", type=int, default=2048, help="output token budget of the model (default 2048)")
     p.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the cores available)")

@@ -40,7 +40,7 @@ from .render import Render, parse_body, render_body
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "default"  # the embedded model (manifest default); ``model=None`` runs without a model
+DEFAULT_MODEL = "default"  # the embedded model (manifest default), opt-in: ``model=None`` (the default) is extractive
 DEFAULT_MAX_TOKENS = 2048
 DEFAULT_KEEP_LAST = 5
 DEFAULT_SUMMARY_TOKENS = 2048  # token budget of a summary when the caller names none (the hook: a share of its window)
@@ -132,15 +132,16 @@ NO_DRAFT = Draft.model_construct(recent_narrative="", decisions=[], task_state=D
 class Compressor:
     """Loads the model and compiles the draft grammar once; ``compress`` may then be called many times.
 
-    ``model``: a manifest name or a ``.gguf`` path; ``"default"`` (the default) is the embedded model;
-    ``None`` compresses without a model (extractive: the exact facts only, no narrative or model items),
-    which loads nothing and takes milliseconds. ``backend``: any ``offline_compress.backends.Backend`` instead
+    ``model``: ``None`` (the default) compresses without a model (extractive: the exact facts only, no model
+    narrative or items), which loads nothing and takes milliseconds; ``"default"`` is the embedded Gemma, or a
+    manifest name or a ``.gguf`` path. The replay A/B found the 270M model's draft added nothing the agent later
+    used at 6-18 s per compaction (README, "What the model is for"), so it is opt-in. ``backend``: any ``offline_compress.backends.Backend`` instead
     (e.g. ``OpenAIServerBackend`` for a model server); ``model`` and the llama.cpp settings are then unused.
     ``decoder``: the in-process backend's constrained decoder (``"outlines"``, or the ``"forced"`` token loop)."""
 
     def __init__(
         self,
-        model: str | Path | None = DEFAULT_MODEL,
+        model: str | Path | None = None,
         *,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         keep_last: int = DEFAULT_KEEP_LAST,
@@ -358,8 +359,8 @@ def generation_lock(backend: Any = None) -> threading.Lock:
         return lock
 
 
-def default_compressor(model: str | Path | None = DEFAULT_MODEL, **kwargs: Any) -> Compressor:
-    """A process-wide compressor per model, loaded on first use."""
+def default_compressor(model: str | Path | None = None, **kwargs: Any) -> Compressor:
+    """A process-wide compressor per model, loaded on first use (``None``: the extractive one)."""
     key = str(model)
     with _default_lock:
         if key not in _default:
@@ -373,7 +374,7 @@ def compress_context(
     compressor: Compressor | None = None,
     keep_last: int = DEFAULT_KEEP_LAST,
     previous: S.CompressedContext | None = None,
-    model: str | Path | None = DEFAULT_MODEL,
+    model: str | Path | None = None,
 ) -> S.CompressedContext:
     """Summarise everything but the last ``keep_last`` messages into a ``CompressedContext``.
 

@@ -128,7 +128,7 @@ def test_outputs_inside_an_input_folder_are_not_read_as_inputs(tmp_path, capsys)
 
 def test_batch_with_the_real_model(tmp_path, capsys, model_path):
     folder, out = inputs(tmp_path, [FIXTURES / "mini-swe-agent" / "github_issue.traj.json"]), tmp_path / "out"
-    assert main(["batch", str(folder), "--out", str(out)]) == 0
+    assert main(["batch", str(folder), "--out", str(out), "--model", "default"]) == 0
     assert "1 compressed, 0 skipped, 0 failed" in last_line(capsys.readouterr().err)
     summary = CompressedContext.model_validate_json((out / "github_issue.summary.json").read_text(encoding="utf-8"))
     assert summary.tool_calls_summary and summary.recent_narrative

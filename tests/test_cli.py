@@ -84,7 +84,7 @@ def test_sha256_mismatch_is_an_error_that_names_the_file(tmp_path, capsys, monke
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     monkeypatch.setenv("OFFLINE_COMPRESS_MODEL_DIR", str(tmp_path))
     out = tmp_path / "out.json"
-    assert main(["compress", str(MINI), "-o", str(out)]) == 2
+    assert main(["compress", str(MINI), "--model", "default", "-o", str(out)]) == 2
     err = capsys.readouterr().err
     assert "tiny.gguf" in err and "sha256" in err and not out.exists()
 

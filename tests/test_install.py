@@ -81,7 +81,10 @@ def test_wheel_in_a_fresh_venv_downloads_from_file_and_compresses(fresh_venv: Pa
     assert packaged.stdout.strip() == "True", packaged.stderr  # the manifest ships inside the wheel
 
     # Nothing installed yet: one clear line that names the folders searched and the command to run.
-    missing = _run([str(cli), "compress", str(HISTORY)], env=user_env, cwd=cwd)
+    # The default needs no model: it works before anything is downloaded.
+    extractive = _run([str(cli), "compress", str(HISTORY)], env=user_env, cwd=cwd)
+    assert extractive.returncode == 0 and '"user_constraints"' in extractive.stdout, extractive.stderr
+    missing = _run([str(cli), "compress", str(HISTORY), "--model", "default"], env=user_env, cwd=cwd)
     assert missing.returncode == 2
     last = missing.stderr.strip().splitlines()[-1]
     assert "Traceback" not in missing.stderr

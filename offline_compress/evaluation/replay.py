@@ -4,7 +4,7 @@ point, the context each strategy would give the agent against what the agent wen
 For each trajectory and window, the project's own ``CompactionHook`` (trigger included) runs over the
 trajectory as an agent loop would call it; the steps where it fires are the compaction points. At each point
 every strategy of ``strategies.py`` builds its context from the same history, and ``probes.py`` scores it
-against the agent's later steps (up to the next compaction point). The points come from the ``ours`` run
+against the agent's later steps (up to the next compaction point). The points come from the ``extract`` run
 (``--points-from``), so all strategies are compared at the same steps.
 
 Output: a table per window and strategy, ``--json`` with every point, ``--chart`` (artifact-probe recall vs
@@ -31,7 +31,7 @@ from ..files import history_name as trajectory_name
 from ..hook import DEFAULT_SUMMARY_FRACTION
 from ..messages import Message, as_messages
 from . import probes as P
-from .strategies import STRATEGIES, Context, HookReplay, full, mask, truncate
+from .strategies import FAST_STRATEGIES, STRATEGIES, Context, HookReplay, full, mask, truncate
 
 DEFAULT_WINDOWS = (8192, 16384, 32768)
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -71,9 +71,9 @@ class Replayer:
         *,
         windows: Sequence[int] = DEFAULT_WINDOWS,
         keep_last: int = P.KEEP_LAST,
-        points_from: str = "ours",
+        points_from: str = "extract",
         phrases: Sequence[str] = (),
-        ours: Any = None,
+        model: Any = None,
         seed: Any = None,
         seed_only_cached: bool = False,
         counter: Any = None,
@@ -92,21 +92,21 @@ class Replayer:
         self.phrases = list(phrases)
         self.counter = counter or get_counter()
         self.extract = Compressor(None, keep_last=keep_last)
-        self._ours = ours
+        self._model = model
         self.seed = seed
         self.seed_only_cached = seed_only_cached
         self.hook_options = dict(hook_options or {})
 
     @property
-    def ours(self) -> Any:
-        if self._ours is None:
-            from ..compressor import Compressor
+    def model(self) -> Any:
+        if self._model is None:
+            from ..compressor import DEFAULT_MODEL, Compressor
 
-            self._ours = Compressor(keep_last=self.keep_last)
-        return self._ours
+            self._model = Compressor(DEFAULT_MODEL, keep_last=self.keep_last)
+        return self._model
 
     def compressor_for(self, strategy: str) -> Any:
-        return self.ours if strategy == "ours" else self.extract
+        return self.model if strategy == "model" else self.extract
 
     def replay(self, messages: list[Message], window: int) -> list[dict[str, Any]]:
         """Score every strategy at every compaction point of one trajectory at one window."""
@@ -114,7 +114,7 @@ class Replayer:
             return self._replay(messages, window, Path(tmp))
 
     def _replay(self, messages: list[Message], window: int, tmp: Path) -> list[dict[str, Any]]:
-        archives = {name: tmp / f"{name}.sqlite3" for name in ("extract", "ours")}
+        archives = {name: tmp / f"{name}.sqlite3" for name in ("extract", "model")}
         driver = HookReplay(self.compressor_for(self.points_from), window, self.counter, self.keep_last,
                             **self.hook_options)
         driven = driver.run(messages, archive_path=archives[self.points_from])
@@ -122,7 +122,7 @@ class Replayer:
         if not steps:
             return []
         hooked: dict[str, dict[int, Context]] = {self.points_from: driven}
-        for name in ("extract", "ours"):
+        for name in ("extract", "model"):
             if name in self.strategies and name not in hooked:
                 hooked[name] = HookReplay(self.compressor_for(name), window, self.counter, self.keep_last,
                                           **self.hook_options).run(messages, steps, archive_path=archives[name])
@@ -329,14 +329,14 @@ def write_chart(rows: Sequence[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    markers = {"full": "o", "truncate": "v", "mask": "s", "seed": "X", "extract": "D", "ours": "*"}
+    markers = {"full": "o", "truncate": "v", "mask": "s", "seed": "X", "extract": "*", "model": "D"}
     colours = {8192: "tab:blue", 16384: "tab:orange", 32768: "tab:green"}
     fig, ax = plt.subplots(figsize=(8, 5.5))
     for r in rows:
         if r["artifact_recall"] is None or r["tokens_median"] is None:
             continue
         ax.scatter(r["tokens_median"], 100 * r["artifact_recall"], marker=markers.get(r["strategy"], "o"),
-                   color=colours.get(r["window"], "tab:gray"), s=120 if r["strategy"] == "ours" else 60)
+                   color=colours.get(r["window"], "tab:gray"), s=120 if r["strategy"] == "extract" else 60)
         ax.annotate(f"{r['strategy']} {r['window'] // 1024}k", (r["tokens_median"], 100 * r["artifact_recall"]),
                     textcoords="offset points", xytext=(5, 4), fontsize=7)
     ax.set_xscale("log")
@@ -432,14 +432,14 @@ def cmd_ab_replay(args: argparse.Namespace) -> int:
 
         seed = SeedCompressor(resolve_model(None if args.model is None else args.model), SeedCache(args.seed_cache),
                               n_threads=args.threads)
-    ours = None
-    if "ours" in args.strategies or args.points_from == "ours":
+    model = None
+    if "model" in args.strategies or args.points_from == "model":
         from ..compressor import DEFAULT_MODEL, Compressor
 
         _note("loading the model and compiling the grammar (once)")
-        ours = Compressor(args.model or DEFAULT_MODEL, keep_last=args.keep_last, n_threads=args.threads)
+        model = Compressor(args.model or DEFAULT_MODEL, keep_last=args.keep_last, n_threads=args.threads)
     replayer = Replayer(args.strategies, windows=args.context, keep_last=args.keep_last, points_from=args.points_from,
-                        phrases=load_phrases(args.must_keep), ours=ours, seed=seed,
+                        phrases=load_phrases(args.must_keep), model=model, seed=seed,
                         seed_only_cached=args.seed_only_cached,
                         hook_options={"summary_fraction": args.summary_fraction})
     report = run_replay(args.paths, split=args.split, limit=args.limit, replayer=replayer)
@@ -464,10 +464,11 @@ def add_ab_replay_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="FILES_OR_DIRS")
     p.add_argument("--context", type=_parse_ints, default=list(DEFAULT_WINDOWS),
                    help="agent context windows in tokens, comma-separated (default 8192,16384,32768)")
-    p.add_argument("--strategies", type=_parse_strategies, default=list(STRATEGIES),
-                   help=f"comma-separated, from {','.join(STRATEGIES)} (default all)")
-    p.add_argument("--points-from", choices=("ours", "extract"), default="ours",
-                   help="whose hook run decides the compaction points (default ours)")
+    p.add_argument("--strategies", type=_parse_strategies, default=list(FAST_STRATEGIES),
+                   help=f"comma-separated, from {','.join(STRATEGIES)} (default {','.join(FAST_STRATEGIES)}: "
+                        "seed and model run a model at every point, minutes each on a CPU)")
+    p.add_argument("--points-from", choices=("extract", "model"), default="extract",
+                   help="whose hook run decides the compaction points (default extract, the default compressor)")
     p.add_argument("--json", metavar="OUT", help="write every point and the aggregate here")
     p.add_argument("--chart", metavar="PNG", help="write probe recall vs tokens here")
     p.add_argument("--split", choices=("all", "design", "holdout"), default="all",

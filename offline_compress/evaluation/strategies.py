@@ -5,11 +5,11 @@ truncate  the head (leading system messages + the task) and the last ``keep_last
 mask      observation masking: every tool output before the last ``keep_last`` messages replaced by a one-line
           placeholder; the agent's own messages and the head kept ("The Complexity Trap", arXiv 2508.21433)
 seed      the seed design: the whole prefix JSON-dumped into one prompt to the same local model (``seed.py``)
-extract   this project with the model switched off (``Compressor(model=None)``), through ``CompactionHook``
-ours      this project's default, through ``CompactionHook``
+extract   this project's default, extractive (``Compressor()``, no model), through ``CompactionHook``
+model     this project with the embedded model's draft (``Compressor("default")``), through ``CompactionHook``
 
 ``truncate`` and ``mask`` are pure functions of the prefix (applying them again to their own output plus new
-messages gives the same context as applying them to the whole prefix). ``extract`` and ``ours`` run the real
+messages gives the same context as applying them to the whole prefix). ``extract`` and ``model`` run the real
 hook over the trajectory as an agent loop would, so a later compaction merges the earlier summary.
 """
 
@@ -25,7 +25,8 @@ from typing import Any
 from ..messages import Message, as_messages
 from .probes import KEEP_LAST, head_end, is_tool_output, tail_start
 
-STRATEGIES = ("full", "truncate", "mask", "seed", "extract", "ours")
+STRATEGIES = ("full", "truncate", "mask", "seed", "extract", "model")
+FAST_STRATEGIES = ("full", "truncate", "mask", "extract")  # no model: what ab-replay runs by default
 MASK_PLACEHOLDER = "[output omitted]"
 
 
@@ -118,4 +119,4 @@ class HookReplay:
         return out
 
 
-__all__ = ["Context", "HookReplay", "MASK_PLACEHOLDER", "STRATEGIES", "full", "mask", "truncate"]
+__all__ = ["Context", "FAST_STRATEGIES", "HookReplay", "MASK_PLACEHOLDER", "STRATEGIES", "full", "mask", "truncate"]

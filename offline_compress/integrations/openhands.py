@@ -53,7 +53,7 @@ except ImportError as err:  # pragma: no cover - depends on the installed extras
     raise ImportError(f"offline_compress.integrations.openhands needs the OpenHands SDK ({err}); install it with: "
                       'pip install "offline_compress[openhands]" (Python >= 3.12)') from None
 
-from ..compressor import DEFAULT_MODEL, Compressor, default_compressor, is_summary_message
+from ..compressor import Compressor, default_compressor, is_summary_message
 from ..cut import cut_index, head_end
 from ..hook import DEFAULT_SUMMARY_FRACTION, DEFAULT_SUMMARY_MAX_TOKENS, CompactionHook
 from ..messages import Message, as_messages
@@ -109,7 +109,7 @@ class OfflineCondenser(RollingCondenser):
     max_tokens: int | None = Field(default=None, gt=0)
     keep_first: int = Field(default=2, ge=0)
     keep_last: int = Field(default=5, ge=0)
-    model: str | None = DEFAULT_MODEL
+    model: str | None = None  # None: extractive (the default); "default": the embedded Gemma, or a path
     archive_path: str | None = None
     session: str | None = None
     trigger: TriggerConfig = TriggerConfig()
