@@ -423,10 +423,16 @@ def cmd_load_test(args: argparse.Namespace) -> int:
     if len(jobs) < args.loops:
         raise ValueError(f"{len(jobs)} readable trajectories of 20+ messages under {', '.join(map(str, paths))}; "
                          f"--loops {args.loops} needs as many")
+    from ..backends.options import backend_from_args
+
+    server = backend_from_args(args)  # --backend openai --base-url URL: the loops share one server backend
     model = None if args.no_model else (args.model or "default")
-    _note(f"{len(jobs)} trajectories; compressor: {'extractive (no model)' if model is None else model}")
-    compressor = build_compressor(model, threads=args.threads)
-    results: dict[str, Any] = {"model": model, "window": args.window, "loops": args.loops}
+    what = (f"server {server.name}" if server is not None
+            else "extractive (no model)" if model is None else model)
+    _note(f"{len(jobs)} trajectories; compressor: {what}")
+    compressor = build_compressor(model, backend=server, threads=args.threads)
+    results: dict[str, Any] = {"model": model if server is None else None, "backend": what, "window": args.window,
+                               "loops": args.loops}
     with tempfile.TemporaryDirectory(prefix="load-test-") as tmp:
         if "pause" in sections:
             results["pause"] = pause_section(jobs[: args.pause_trajectories], compressor, args.pause_window,
@@ -458,7 +464,11 @@ def add_load_test_parser(sub: Any) -> None:
     p.add_argument("--pause-agent-seconds", type=float, default=1.0, help="agent time per step (pause section)")
     p.add_argument("--soft", type=float, default=0.5, help="soft_fraction of the background arm (default 0.5)")
     p.add_argument("--no-model", action="store_true", help="extractive compressor (no model: a fast run)")
-    p.add_argument("--model", help="compressor model (manifest name or .gguf; default: the embedded model)")
+    p.add_argument("--model", help="compressor model (manifest name or .gguf; default: the embedded model); with "
+                                   "--backend openai, the server's model id")
     p.add_argument("--threads", type=int, help="llama.cpp threads (default: chosen per call)")
+    from ..backends.options import add_backend_arguments
+
+    add_backend_arguments(p)
     p.add_argument("--json", help="write every number and problem here")
     p.set_defaults(func=cmd_load_test)
