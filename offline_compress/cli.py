@@ -156,6 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .batch import add_batch_parser
 
     add_batch_parser(sub)
+    from .evaluation.load import add_load_test_parser
+
+    add_load_test_parser(sub)
     return parser
 
 

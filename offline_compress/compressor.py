@@ -10,8 +10,10 @@ Outlines ``Generator``. ``compress_context`` does the same with a shared default
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +36,9 @@ from .merge import merge
 from .messages import Message, as_messages
 from .model_files import resolve_model
 from .prompt import closing, digest, fixed_prefix
+from .render import Render, parse_body, render_body
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "default"  # the embedded model (manifest default), opt-in: ``model=None`` (the default) is extractive
 DEFAULT_MAX_TOKENS = 2048
@@ -43,23 +48,19 @@ DRAFT_ATTEMPTS = 2  # a draft that fails validation is asked for once more, then
 SUMMARY_PREFIX = "[CONTEXT_SUMMARY]\n"
 
 
-def summary_message(context: S.CompressedContext, note: str = "") -> dict[str, str]:
-    """The system message that stands for the compressed part of a history: the marker, the summary as one
-    line of canonical JSON, and an optional note for the agent on the lines after it (e.g. how to recall what
-    was archived)."""
-    return {"role": "system", "content": SUMMARY_PREFIX + context.to_json() + (f"\n{note}" if note else "")}
+def summary_message(context: S.CompressedContext, note: str = "", render: Render = "json") -> dict[str, str]:
+    """The system message that stands for the compressed part of a history: the marker, the summary (canonical
+    JSON on one line, or Markdown closed by its end marker: ``render.py``), and an optional note for the agent
+    on the lines after it (e.g. how to recall what was archived)."""
+    return {"role": "system", "content": SUMMARY_PREFIX + render_body(context, render) + (f"\n{note}" if note else "")}
 
 
 def parse_summary_message(message: Message) -> S.CompressedContext | None:
     """The summary of one of our summary messages: a system, developer or user message that starts with the
-    marker and holds a valid summary on its first line after it; else None."""
+    marker and holds a valid summary after it (either rendering); else None."""
     if message.role not in ("system", "developer", "user") or not message.text.startswith(SUMMARY_PREFIX):
         return None
-    document = message.text[len(SUMMARY_PREFIX):].split("\n", 1)[0]  # canonical JSON has no raw newline
-    try:
-        return S.CompressedContext.model_validate_json(document)
-    except ValidationError:
-        return None
+    return parse_body(message.text[len(SUMMARY_PREFIX):])
 
 
 def is_summary_message(message: Message) -> bool:
@@ -166,7 +167,7 @@ class Compressor:
         self.keep_last = keep_last
         self.prompt_budget = prompt_budget
         self.repeat_penalty = repeat_penalty
-        self._lock = threading.Lock()  # one llama.cpp context: one generation at a time
+        self._lock = threading.Lock()  # no backend: nothing to guard but the (cheap) extractive path
         if backend is None and model is None:
             self.backend = None
             self.instruct = False
@@ -184,6 +185,7 @@ class Compressor:
                 decoder=decoder,  # type: ignore[arg-type]
             )
         self.backend = backend
+        self._lock = generation_lock(backend)  # one llama.cpp context: one generation at a time, per backend object
         self.instruct = self.backend.instruct
         self.prefix = fixed_prefix(self.instruct)
         room = self.backend.n_ctx - self.max_tokens - self.backend.count(self.prefix) - 64
@@ -318,6 +320,10 @@ class Compressor:
                         budget_tokens=budget, count_text=count_text, kept_texts=prepared.kept_texts)
         context = redact_summary(context)  # one last pass over every string, tool names and paths included
         stats.total_seconds = time.perf_counter() - start
+        log.debug("compressed messages [%d, %d) of %d in %.2f s (model %.2f s, %d prompt and %d generated tokens, "
+                  "%d unsupported items dropped)", stats.head, stats.messages_compressed, stats.messages_in,
+                  stats.total_seconds, stats.model_seconds, stats.prompt_tokens, stats.generated_tokens,
+                  len(report.dropped))
         return CompressionResult(context=context, facts=facts, grounding=report, stats=stats)
 
 
@@ -337,6 +343,20 @@ def _add_generation(stats: CompressionStats, generation: Generation) -> None:
 
 _default: dict[str, Compressor] = {}
 _default_lock = threading.Lock()
+_backend_locks: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
+
+
+def generation_lock(backend: Any = None) -> threading.Lock:
+    """The lock a compressor holds while its backend generates: a new one for a backend of its own (``None``),
+    else the one lock of that backend object, so two compressors given one loaded model never run it at once
+    (a llama.cpp context is not thread-safe)."""
+    if backend is None:
+        return threading.Lock()
+    with _default_lock:
+        lock = _backend_locks.get(backend)
+        if lock is None:
+            lock = _backend_locks[backend] = threading.Lock()
+        return lock
 
 
 def default_compressor(model: str | Path | None = None, **kwargs: Any) -> Compressor:

@@ -85,3 +85,17 @@ def compressor(model_path: Path) -> Any:
     from offline_compress.compressor import Compressor
 
     return Compressor(model_path)
+
+
+@pytest.fixture(scope="session")
+def extractive_compressor() -> Any:
+    """The compressor without a model (extractive: deterministic, milliseconds)."""
+    from offline_compress.compressor import Compressor
+
+    return Compressor(None)
+
+
+@pytest.fixture(scope="session")
+def requests_history() -> list[dict[str, Any]]:
+    """mini-swe-agent's psf__requests-2317 run (68 messages, ~17k tokens) as OpenAI-format dicts."""
+    return history_of(FIXTURES / "mini-swe-agent" / "psf__requests-2317.traj.json")

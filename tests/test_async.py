@@ -1,0 +1,340 @@
+"""Async, background and concurrent compaction: ``abefore_step`` has ``before_step``'s contract without blocking
+the event loop; concurrent calls on one hook compact once; a background summary is swapped in only when it
+describes exactly the messages it replaces (a history that diverged is compacted as usual); 16 agent loops
+(threads, and asyncio tasks) sharing one compressor and one archive neither lose nor mix anything.
+
+Extractive compressor (no model) throughout: deterministic, so a summary can be compared byte for byte with the
+one the same input gives alone. ``SlowCompressor`` is that compressor with a pause added, so that calls overlap."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from offline_compress import CompactionHook, Compressor
+from offline_compress.archive import Archive
+from offline_compress.compressor import SUMMARY_PREFIX
+from offline_compress.cut import cut_index
+from offline_compress.evaluation import load
+from offline_compress.formats import load_history
+from offline_compress.messages import as_messages
+from offline_compress.schema import CompressedContext
+from offline_compress.tokens import TokenCounter, get_counter
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+WINDOW = 12_000  # requests-2317 passes 50% (the soft threshold) 4 steps before 60% (the trigger)
+
+
+class SlowCompressor(Compressor):
+    """The extractive compressor, taking ``delay`` seconds longer (as a model would), so that calls overlap."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__(None)
+        self.delay = delay
+
+    def compress_detailed(self, *args, **kwargs):
+        time.sleep(self.delay)
+        return super().compress_detailed(*args, **kwargs)
+
+
+def steps_of(messages):
+    """The histories an agent loop appends before each model call (the recorded assistant reply excluded)."""
+    return [i for i, m in enumerate(messages) if m["role"] == "assistant" and i > 0]
+
+
+def drive(hook, messages, *, call=None):
+    """Replay ``messages`` as an agent loop; returns [(given, returned)] per step."""
+    call = call or hook.before_step
+    out, live, last = [], [], 0
+    for i in steps_of(messages):
+        live = live + messages[last:i]
+        last = i
+        returned = call(live)
+        out.append((live, returned))
+        live = returned
+    return out
+
+
+def summary_of(message):
+    return message["content"][len(SUMMARY_PREFIX):].split("\n")[0]
+
+
+# ------------------------------------------------------------------------------------------------- asyncio
+
+
+def test_abefore_step_gives_what_before_step_gives(extractive_compressor, requests_history, tmp_path):
+    sync = CompactionHook(WINDOW, archive_path=tmp_path / "s.sqlite3", compressor=extractive_compressor)
+    expected = drive(sync, requests_history)
+    threads = []
+    hook = CompactionHook(WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=extractive_compressor,
+                          on_compaction=lambda m, s: threads.append(threading.current_thread()))
+
+    async def agent():
+        out, live, last = [], [], 0
+        for i in steps_of(requests_history):
+            live = live + requests_history[last:i]
+            last = i
+            returned = await hook.abefore_step(live)
+            out.append((live, returned))
+            live = returned
+        return out
+
+    got = asyncio.run(agent())
+    assert got == expected and sync.compactions == hook.compactions >= 2
+    assert threads and all(t is not threading.main_thread() for t in threads)  # compacted off the loop's thread
+    hook.close()
+
+
+def test_the_event_loop_keeps_running_during_a_compaction(requests_history, tmp_path):
+    hook = CompactionHook(WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=SlowCompressor(0.6))
+    history = requests_history[:40]
+    ticks = 0
+
+    async def ticker(stop):
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    async def main():
+        stop = asyncio.Event()
+        task = asyncio.create_task(ticker(stop))
+        start = time.perf_counter()
+        new = await hook.abefore_step(history)
+        took = time.perf_counter() - start
+        stop.set()
+        await task
+        return new, took
+
+    new, took = asyncio.run(main())
+    assert hook.compactions == 1 and len(new) < len(history) and took >= 0.6
+    assert ticks >= 20  # a blocked loop would have ticked once or twice in 0.6 s
+    hook.close()
+
+
+def test_concurrent_calls_on_one_hook_compact_once(requests_history, tmp_path):
+    history = requests_history[:40]
+    hook = CompactionHook(WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=SlowCompressor(0.3))
+
+    async def main():
+        return await asyncio.gather(*(hook.abefore_step(history) for _ in range(8)),
+                                    hook.abefore_step(history + requests_history[40:42]))
+
+    *same, longer = asyncio.run(main())
+    assert hook.compactions == 1 and len(Archive(tmp_path / "a.sqlite3").compactions()) == 1
+    assert all(r == same[0] for r in same) and len(same[0]) < len(history)
+    assert longer == same[0] + requests_history[40:42]  # the longer history got the same compaction
+
+    threaded = CompactionHook(WINDOW, archive_path=tmp_path / "t.sqlite3", compressor=SlowCompressor(0.3))
+    results = [None] * 8
+
+    def call(k):
+        results[k] = threaded.before_step(history)
+
+    workers = [threading.Thread(target=call, args=(k,)) for k in range(8)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert threaded.compactions == 1 and all(r == results[0] for r in results)
+    hook.close()
+    threaded.close()
+
+
+def test_a_history_that_extends_a_compacted_one_gets_that_compaction(extractive_compressor, requests_history, tmp_path):
+    history = requests_history[:40]
+    hook = CompactionHook(WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=extractive_compressor)
+    compacted = hook.before_step(history)
+    # a caller that kept its own list (or whose awaited step was cancelled) comes back with the old one, longer
+    again = hook.before_step(history + requests_history[40:44])
+    assert again == compacted + requests_history[40:44] and hook.compactions == 1
+    # the explicit compact() still compacts what it is given
+    hook.compact(history)
+    assert hook.compactions == 2
+
+
+# ---------------------------------------------------------------------------------------------- background
+
+
+def test_background_swap_is_exact(extractive_compressor, requests_history, tmp_path):
+    database = tmp_path / "a.sqlite3"
+    counter = get_counter()
+    hook = CompactionHook(WINDOW, archive_path=database, compressor=extractive_compressor, soft_fraction=0.5, counter=counter)
+    steps = drive(hook, requests_history)
+    swapped = [m for m in hook.metrics if m.background]
+    assert swapped and all(m.outcome == "compacted" for m in swapped)
+    archive = Archive(database)
+    records = {r.compaction: r for r in archive.compactions(hook.session)}
+    previous = None
+    compacted_at = 0  # index in ``steps`` after the last compaction
+    for k, (given, returned) in enumerate(steps):
+        if returned == given:
+            continue
+        number = max(r.compaction for r in records.values() if archive.restore(r.compaction, hook.session) == given)
+        record, metric = records[number], hook.metrics[[m.compaction for m in hook.metrics].index(number)]
+        head, cut = record.head, record.cut
+        # nothing lost, nothing twice: what was returned plus what was archived as replaced is what was given
+        assert returned[:head] == given[:head] and returned[head + 1:] == given[cut:]
+        replaced = [m for _, m in archive.replaced(number, hook.session)]
+        assert replaced == given[head:cut]
+        kept = [id(m) for m in returned if m is not returned[head]]
+        assert Counter(kept + [id(m) for m in given[head:cut]]) == Counter(id(m) for m in given)
+        if metric.background:
+            # the summary describes exactly [head, cut) of the snapshot taken at the soft threshold
+            snapshot = next(g for g, _ in steps[compacted_at:k] if counter.count(as_messages(g)) > 0.5 * WINDOW)
+            assert given[: len(snapshot)] == snapshot and cut == cut_index(as_messages(snapshot), hook.keep_last)
+            expected = extractive_compressor.compress_detailed(snapshot, keep_last=hook.keep_last, keep_first=head,
+                                                    previous=previous, summary_tokens=hook.summary_tokens).context
+            assert summary_of(returned[head]) == expected.to_json() == record.summary
+            assert len(given) > len(snapshot)  # messages arrived meanwhile, kept verbatim after the summary
+        previous = CompressedContext.model_validate_json(record.summary)
+        compacted_at = k + 1
+    archive.close()
+    hook.close()
+
+
+def _crossing(hook, history):
+    """The shortest prefix of ``history`` (at a model call) past the soft threshold but under the trigger."""
+    for i in steps_of(history):
+        tokens = get_counter().count(as_messages(history[:i]))
+        if hook.soft_fraction * WINDOW < tokens <= hook.trigger.token_fraction * WINDOW:
+            return i
+    raise AssertionError("no step between the soft threshold and the trigger")
+
+
+def _hard(history, start):
+    return next(i for i in steps_of(history) if i > start
+                and get_counter().count(as_messages(history[:i])) > 0.6 * WINDOW)
+
+
+@pytest.mark.parametrize("change", ["none", "edited", "dropped"])
+def test_a_history_that_diverged_from_the_snapshot_is_compacted_as_usual(change, extractive_compressor, requests_history,
+                                                                         tmp_path):
+    hook = CompactionHook(WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=extractive_compressor, soft_fraction=0.5)
+    soft = _crossing(hook, requests_history)
+    assert hook.before_step(requests_history[:soft]) == requests_history[:soft]  # starts the background summary
+    hard = _hard(requests_history, soft)
+    history = list(requests_history[:hard])
+    if change == "edited":  # a message before the snapshot's cut changed (the caller edited it)
+        history[6] = copy.deepcopy(history[6]) | {"content": history[6]["content"] + "\n(edited)"}
+    elif change == "dropped":  # the caller dropped a message (a short one: still past the trigger)
+        del history[5]
+    new = hook.before_step(history)
+    fresh = CompactionHook(WINDOW, archive_path=tmp_path / "f.sqlite3", compressor=extractive_compressor)
+    expected = fresh.before_step(history)
+    assert hook.metrics[-1].outcome == "compacted"
+    if change == "none":  # the control: the background summary is used, and it differs from the synchronous one
+        assert hook.metrics[-1].background and new != expected
+    else:
+        assert not hook.metrics[-1].background and new == expected
+
+
+def test_a_failing_background_summary_falls_back_to_compacting_now(requests_history, tmp_path, caplog):
+    class Failing(Compressor):
+        calls = 0
+
+        def compress_detailed(self, *args, **kwargs):
+            Failing.calls += 1
+            if Failing.calls == 1:
+                raise RuntimeError("out of memory")
+            return super().compress_detailed(*args, **kwargs)
+
+    hook = CompactionHook(WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=Failing(None), soft_fraction=0.5)
+    soft = _crossing(hook, requests_history)
+    hook.before_step(requests_history[:soft])
+    hard = _hard(requests_history, soft)
+    with caplog.at_level("WARNING", logger="offline_compress"):
+        new = hook.before_step(requests_history[:hard])
+    assert hook.compactions == 1 and not hook.metrics[-1].background and len(new) < hard
+    assert any("background summary failed" in r.getMessage() for r in caplog.records)
+
+
+def test_soft_fraction_must_be_below_the_trigger():
+    with pytest.raises(ValueError, match="soft_fraction"):
+        CompactionHook(1000, soft_fraction=0.6)
+    with pytest.raises(ValueError, match="soft_fraction"):
+        CompactionHook(1000, soft_fraction=0)
+
+
+# ---------------------------------------------------------------------------------------------- 16 loops
+
+
+def _fixture_jobs(count):
+    """``count`` loops over the fixture trajectories of 20+ messages (each fixture more than once, named apart)."""
+    base = load.trajectories([FIXTURES], 100)
+    assert len(base) >= 5
+    return [(f"{name}#{k}", messages) for k, (name, messages) in
+            ((k, base[k % len(base)]) for k in range(count))]
+
+
+@pytest.mark.parametrize("mode", ["threads", "asyncio"])
+def test_16_loops_share_one_compressor_and_one_archive(mode, extractive_compressor, tmp_path):
+    jobs = _fixture_jobs(16)
+    result = load.load_section(jobs, extractive_compressor, mode, 8192, tmp_path / "a.sqlite3", reference=True)
+    assert result["problems"] == [] and result["reference_mismatches"] == 0
+    assert result["loops"] == 16 and result["compactions"] >= 16
+
+
+@pytest.mark.skipif(not load.DEFAULT_SOURCE.is_dir(), reason="needs ../shared/trajectories (not in CI)")
+@pytest.mark.parametrize("mode", ["threads", "asyncio"])
+def test_16_distinct_real_trajectories(mode, extractive_compressor, tmp_path):
+    jobs = load.trajectories([load.DEFAULT_SOURCE], 16)
+    result = load.load_section(jobs, extractive_compressor, mode, 16384, tmp_path / "a.sqlite3")
+    assert len(jobs) == 16 and result["problems"] == [] and result["compactions"] >= 16
+    assert all(result["distinctive_strings"].values())
+
+
+def test_the_load_checks_can_fail(extractive_compressor, tmp_path):
+    """A summary moved to another loop, and an archive that does not restore what a loop passed, are reported."""
+    base = load.trajectories([FIXTURES / "mini-swe-agent"], 2)
+    database = tmp_path / "a.sqlite3"
+    loops, _ = load.run_concurrent(base, lambda name: CompactionHook(4096, archive_path=database, session=name,
+                                                                     compressor=extractive_compressor), "threads")
+    distinct = load.distinctive_strings(base)
+    with Archive(database) as archive:
+        assert [load.check_loop(loop, archive, distinct) for loop in loops] == [[], []]
+        a, b = loops
+        moved = copy.deepcopy(a)
+        moved.compactions[0].returned[a.compactions[0].head] = b.compactions[0].returned[b.compactions[0].head]
+        assert any("other trajectories" in p for p in load.check_loop(moved, archive, distinct))
+        changed = copy.deepcopy(a)
+        changed.compactions[0].given[3] = {"role": "user", "content": "not what was archived"}
+        assert any("does not restore" in p for p in load.check_loop(changed, archive, distinct))
+
+
+def test_one_token_counter_counts_right_from_16_threads(requests_history):
+    counter = TokenCounter()
+    histories = [as_messages(requests_history[: 10 + 3 * k]) for k in range(16)]
+    expected = [TokenCounter().count(h) for h in histories]
+    got = [None] * 16
+    barrier = threading.Barrier(16)
+
+    def work(k):
+        barrier.wait()
+        for _ in range(20):
+            got[k] = counter.count(histories[k])
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == expected
+
+
+def test_compressors_given_one_backend_share_its_generation_lock():
+    from offline_compress.compressor import generation_lock
+
+    class Loaded:  # any backend object: the lock is keyed by its identity
+        pass
+
+    backend, other = Loaded(), Loaded()
+    assert generation_lock(backend) is generation_lock(backend)
+    assert generation_lock(backend) is not generation_lock(other)
+    assert generation_lock(None) is not generation_lock(None)  # a compressor that loads its own model
