@@ -414,3 +414,12 @@ def test_end_to_end_on_github_issue_with_the_real_model(compressor: Compressor) 
     assert (c["applicable"], c["kept"], c["missed"]) == (5, 5, [])
     agg = report["aggregate"]
     assert agg["trajectories"] == 1 and {t["metric"] for t in agg["targets"]} >= {"constraint_recall", "schema_valid"}
+
+
+def test_a_work_log_step_covers_the_call_it_ran_verbatim() -> None:
+    calls = reference.raw_tool_calls(MINI)
+    steps = [S.Step(ran="  ".join(calls[0].command.split("\n")[0].split(" ")), outcome="error")]  # spacing differs
+    score = scoring.score_tool_calls(calls, [], steps)
+    assert (score["calls"], score["covered"]) == (3, 1)
+    other = scoring.score_tool_calls(calls, [], [S.Step(ran=calls[0].command + " --more", outcome="error")])
+    assert other["covered"] == 0  # a different command: NOT covered

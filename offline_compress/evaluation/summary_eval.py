@@ -219,7 +219,7 @@ def evaluate_history(
     row: dict[str, Any] = {"messages": len(messages), "compressed": cut}
     row["constraints"] = score_constraints(phrases, part, context.user_constraints, [c.text for c in facts.constraint_candidates])
     row["failed"] = score_failed(calls, context.failed_attempts)
-    row["tool_calls"] = score_tool_calls(calls, context.tool_calls_summary)
+    row["tool_calls"] = score_tool_calls(calls, context.tool_calls_summary, context.work_log)
     files, files_source = patch_files(raw, messages)
     row["changed_files"] = score_changed_files(files, part, calls, context) | {"source": files_source}
     row["grounding"] = score_grounding(context, part, facts.files_changed, result.grounding.dropped)
@@ -439,11 +439,12 @@ def run_eval(
     if not loaded:
         raise InputError("no trajectories found", source=", ".join(map(str, paths)) or "<no paths>")
     if compressor is None:
-        from ..compressor import DEFAULT_MODEL, Compressor
+        from ..compressor import Compressor
 
-        if not no_model:
+        model = None if no_model else model  # None: the default compressor (extractive)
+        if model is not None:
             _note("loading the model and compiling the grammar (once)")
-        compressor = Compressor(None if no_model else (model or DEFAULT_MODEL), keep_last=keep_last, n_threads=threads)
+        compressor = Compressor(model, keep_last=keep_last, n_threads=threads)
     if canaries is None:
         canaries = compressor.backend is None
     counter = get_counter()
@@ -502,8 +503,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="DIR_OR_FILE", help="trajectory files, or folders to walk for .json/.traj/.md")
     p.add_argument("--json", metavar="OUT", help="write per-trajectory scores and the aggregate here (atomically)")
     p.add_argument("--keep-last", type=int, default=5, help="messages kept out of the summary, as the hook does (default 5)")
-    p.add_argument("--model", help="manifest name or .gguf path of the compressor model (default: the embedded Gemma)")
-    p.add_argument("--no-model", action="store_true", help="extractive only: exact facts, no model loaded")
+    p.add_argument("--model", help="add a model draft: 'default' (the embedded Gemma), a manifest name or a .gguf path "
+                                   "(default: none, the default compressor is extractive)")
+    p.add_argument("--no-model", action="store_true", help="extractive only (the default; kept for scripts)")
     p.add_argument("--canaries", action=argparse.BooleanOptionalAction, default=None,
                    help="plant canary secrets in a copy of each trajectory and check that none reaches its summary "
                         "(default: on with --no-model; with a model it doubles the run time)")
