@@ -17,7 +17,7 @@ history through a ``CompactionHook`` before every model query, the extension poi
     agent.run("Fix the failing test in tests/test_x.py")
     agent.trajectory   # every message of the run; agent.messages is what the model saw last
 
-After a compaction ``agent.messages`` is ``[summary, *recent]`` and the agent goes on from it; the messages it
+After a compaction ``agent.messages`` is ``[*head, summary, *recent]`` and the agent goes on from it; the messages it
 replaced are in the hook's archive and in ``agent.trajectory``, and the saved trajectory file holds the full
 record under ``messages`` (the compacted context under ``context_messages``, the compactions under
 ``info.offline_compress``).
