@@ -81,9 +81,13 @@ def test_wheel_in_a_fresh_venv_downloads_from_file_and_compresses(fresh_venv: Pa
     assert packaged.stdout.strip() == "True", packaged.stderr  # the manifest ships inside the wheel
 
     # Nothing installed yet: one clear line that names the folders searched and the command to run.
-    # The default needs no model: it works before anything is downloaded.
+    # Nothing installed yet. The extractive default loads no model, but it counts tokens with the tokenizer
+    # derived from the model at download: one clear line saying what to run.
     extractive = _run([str(cli), "compress", str(HISTORY)], env=user_env, cwd=cwd)
-    assert extractive.returncode == 0 and '"user_constraints"' in extractive.stdout, extractive.stderr
+    assert extractive.returncode == 2 and "Traceback" not in extractive.stderr
+    assert extractive.stderr.strip().splitlines()[-1].startswith(
+        "offline-compress: error: no target tokenizer for the default model: model gemma-3-270m-q4_k_m")
+    assert "run `offline-compress download-model`" in extractive.stderr
     missing = _run([str(cli), "compress", str(HISTORY), "--model", "default"], env=user_env, cwd=cwd)
     assert missing.returncode == 2
     last = missing.stderr.strip().splitlines()[-1]
@@ -114,7 +118,7 @@ def test_wheel_in_a_fresh_venv_downloads_from_file_and_compresses(fresh_venv: Pa
                     env=user_env, cwd=cwd)
     assert resolved.stdout.strip() == str(models / entries[default].file), resolved.stderr  # found and verified
 
-    done = _run([str(cli), "compress", str(HISTORY), "-o", "summary.json", "--no-model"], env=user_env, cwd=cwd)
+    done = _run([str(cli), "compress", str(HISTORY), "-o", "summary.json"], env=user_env, cwd=cwd)  # the default
     assert done.returncode == 0, done.stderr
     summary = CompressedContext.model_validate_json((cwd / "summary.json").read_text())
     assert summary.user_constraints and summary.tool_calls_summary is not None
