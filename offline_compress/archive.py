@@ -22,6 +22,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -242,7 +243,7 @@ class Archive:
         except sqlite3.Error as err:
             raise ArchiveError(f"{self.path}: cannot open the archive ({err})") from None
         try:
-            self._setup(busy_timeout)
+            self._setup_retrying(busy_timeout)
         except sqlite3.DatabaseError as err:
             self._conn.close()
             raise ArchiveError(f"{self.path}: not an offline_compress archive ({err})") from None
@@ -251,6 +252,22 @@ class Archive:
             raise
         if legacy is not None:
             self.import_jsonl(legacy)
+
+    def _setup_retrying(self, busy_timeout: float) -> None:
+        """``_setup``, again while another connection holds the lock. Switching a new file to WAL, and a lock
+        upgrade that would deadlock, return "database is locked" at once without waiting for the busy timeout,
+        so two hooks opening one new archive at the same moment would otherwise fail (seen under load)."""
+        deadline = time.monotonic() + busy_timeout
+        pause = 0.01
+        while True:
+            try:
+                self._setup(busy_timeout)
+                return
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) and "busy" not in str(err) or time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
 
     def _setup(self, busy_timeout: float) -> None:
         c = self._conn
