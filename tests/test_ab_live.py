@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 
 from offline_compress.evaluation.ab_live import ABConfig, RunRecord, format_table, run_ab, summarize
+from offline_compress.evaluation.llama_server import free_port
 from offline_compress.evaluation.agent_loop import (
     AgentSettings,
     ChatClient,
@@ -134,12 +134,6 @@ def solve_with_patch(task_id: str) -> Reply:
         return bash_block("submit") if "unittest discover -s tests -q" in sent else bash_block("python3 -m unittest discover -s tests -q")
 
     return reply
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def config(url: str, **kwargs: Any) -> ABConfig:
@@ -516,35 +510,11 @@ def test_mini_swe_agent_model_makes_no_connection_beyond_localhost(tmp_path: Pat
 @pytest.fixture()
 def llama_server(tmp_path: Path) -> Iterator[str]:
     pytest.importorskip("llama_cpp.server", reason="needs the 'server' extra of llama-cpp-python")
+    from offline_compress.evaluation.llama_server import serve
     from offline_compress.model_files import resolve_model
 
-    port = free_port()
-    log = (tmp_path / "server.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_model()), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "4096"],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                ChatClient(url).models(timeout_s=2)
-                break
-            except ModelEndpointError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"llama_cpp.server did not start: {(tmp_path / 'server.log').read_text()[-2000:]}")
-                time.sleep(0.5)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    with serve(resolve_model(), tmp_path / "server.log", n_ctx=4096, start_timeout=120) as url:
+        yield f"{url}/v1"
 
 
 @pytest.mark.slow
