@@ -264,7 +264,8 @@ class Archive:
                 self._setup(busy_timeout)
                 return
             except sqlite3.OperationalError as err:
-                if "locked" not in str(err) and "busy" not in str(err) or time.monotonic() + pause > deadline:
+                contended = "locked" in str(err) or "busy" in str(err)
+                if not contended or time.monotonic() + pause > deadline:
                     raise
             time.sleep(pause)
             pause = min(pause * 2, 0.5)

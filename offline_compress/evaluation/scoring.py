@@ -134,18 +134,14 @@ def score_failed(calls: Sequence[RawCall], attempts: Sequence[S.FailedAttempt]) 
             "missed": [{"message": c.index, "exit_code": c.exit_code, "command": c.command[:300]} for c in missed]}
 
 
-def _squash(text: str) -> str:
-    return " ".join(text.split())
-
-
 def score_tool_calls(calls: Sequence[RawCall], entries: Sequence[S.ToolCallSummary],
                      steps: Sequence[S.Step] = ()) -> dict[str, Any]:
     """A call is covered by a ``tool_calls_summary`` entry, or by a work-log step whose ``ran`` is the call's
     command (its first line, whitespace squashed; the work log keeps commands verbatim)."""
-    ran = {_squash(st.ran.split("\n")[0]) for st in steps}
+    ran = {norm_ws(st.ran.split("\n")[0]) for st in steps}
 
     def in_log(c: RawCall) -> bool:
-        first = _squash(c.command.split("\n")[0])
+        first = norm_ws(c.command.split("\n")[0])
         return bool(first) and first in ran
 
     missed = [c for c in calls if not any(entry_covers(e, c) for e in entries) and not in_log(c)]
