@@ -167,8 +167,8 @@ class Compressor:
         self.keep_last = keep_last
         self.prompt_budget = prompt_budget
         self.repeat_penalty = repeat_penalty
-        self._lock = threading.Lock()  # no backend: nothing to guard but the (cheap) extractive path
         if backend is None and model is None:
+            self._lock = threading.Lock()  # no backend: nothing shared to guard
             self.backend = None
             self.instruct = False
             self.prefix = ""
