@@ -344,6 +344,9 @@ def _add_generation(stats: CompressionStats, generation: Generation) -> None:
 _default: dict[str, Compressor] = {}
 _default_lock = threading.Lock()
 _backend_locks: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
+# Its own lock, not _default_lock: default_compressor builds a Compressor (which calls generation_lock) while
+# holding _default_lock, and a second acquire of that non-reentrant lock would deadlock.
+_backend_locks_lock = threading.Lock()
 
 
 def generation_lock(backend: Any = None) -> threading.Lock:
@@ -352,7 +355,7 @@ def generation_lock(backend: Any = None) -> threading.Lock:
     (a llama.cpp context is not thread-safe)."""
     if backend is None:
         return threading.Lock()
-    with _default_lock:
+    with _backend_locks_lock:
         lock = _backend_locks.get(backend)
         if lock is None:
             lock = _backend_locks[backend] = threading.Lock()

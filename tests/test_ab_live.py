@@ -545,3 +545,15 @@ def test_end_to_end_against_llama_cpp_server(llama_server: str, tmp_path: Path) 
         assert run["token_source"] == "endpoint"
         assert run["error"] is None or "max-steps" in run["error"] or "HTTP 400" in run["error"]
     assert document["summary"]["pairs"] == 1
+
+
+def test_the_hook_is_extractive_unless_a_hook_model_is_given(tmp_path, model_path):
+    from offline_compress.evaluation.ab_live import _Harness
+
+    def harness(**kwargs: Any) -> Any:
+        return _Harness(ABConfig(tasks_path=str(TASKS_FILE), model_url="http://127.0.0.1:1/v1", **kwargs), "m")
+
+    assert harness().hook(tmp_path / "a.sqlite3").compressor.backend is None
+    assert harness(hook_model=str(model_path)).hook(tmp_path / "b.sqlite3").compressor.backend is not None
+    off = harness(hook_model=str(model_path), no_model=True)  # --no-model wins
+    assert off.hook(tmp_path / "c.sqlite3").compressor.backend is None

@@ -338,3 +338,15 @@ def test_compressors_given_one_backend_share_its_generation_lock():
     assert generation_lock(backend) is generation_lock(backend)
     assert generation_lock(backend) is not generation_lock(other)
     assert generation_lock(None) is not generation_lock(None)  # a compressor that loads its own model
+
+
+def test_default_compressor_with_a_model_does_not_deadlock(model_path):
+    # default_compressor builds the Compressor under its lock, and the Compressor takes its backend's generation
+    # lock: the two must be different locks, or this waits forever.
+    from offline_compress.compressor import default_compressor
+
+    built: list[Any] = []
+    worker = threading.Thread(target=lambda: built.append(default_compressor(str(model_path))), daemon=True)
+    worker.start()
+    worker.join(timeout=300)
+    assert not worker.is_alive() and built and built[0].backend is not None

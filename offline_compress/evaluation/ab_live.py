@@ -60,7 +60,8 @@ class ABConfig(BaseModel):
     max_reply_tokens: int = 1024
     request_timeout_s: float = 300
     command_timeout_s: float = 60
-    no_model: bool = False
+    no_model: bool = False  # the hook without a model whatever hook_model says (the default is extractive anyway)
+    hook_model: str | None = None  # add a model draft to the hook's summaries: "default", a name or a .gguf path
     tokenizer: str | None = None
     only: list[str] | None = None
     keep_workdirs: bool = False
@@ -152,8 +153,6 @@ class _Harness:
             max_reply_tokens=config.max_reply_tokens, request_timeout_s=config.request_timeout_s,
             command_timeout_s=config.command_timeout_s, protocol=config.protocol, late_system=config.late_system,
         )
-        self._compressor: Any = None
-
     def counter(self) -> Any:
         from ..tokens import get_counter
 
@@ -162,13 +161,12 @@ class _Harness:
     def hook(self, archive: Path) -> Any:
         from ..hook import CompactionHook
 
-        if self.config.no_model and self._compressor is None:
-            from ..compressor import Compressor
+        from ..compressor import default_compressor
 
-            self._compressor = Compressor(None)
-        # compressor=None: the process-wide default compressor, loaded the first time the trigger fires.
+        # One compressor per process and model (a model is loaded once); None: the extractive default.
+        compressor = default_compressor(None if self.config.no_model else self.config.hook_model)
         # recall_note="": these agents are not offered the archive's recall tool, so the summary must not point to it.
-        return CompactionHook(self.config.context, archive_path=archive, compressor=self._compressor,
+        return CompactionHook(self.config.context, archive_path=archive, compressor=compressor,
                               counter=self.counter(), recall_note="")
 
     def run(self, entry: TaskEntry, arm: Arm) -> RunRecord:
@@ -425,6 +423,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
         tasks_path=args.tasks, model_url=args.model_url, model=args.model, agent=args.agent, max_steps=args.max_steps,
         context=args.context, protocol=args.protocol, late_system=args.late_system, max_reply_tokens=args.max_reply_tokens,
         request_timeout_s=args.request_timeout, command_timeout_s=args.command_timeout, no_model=args.no_model,
+        hook_model=args.hook_model,
         tokenizer=args.tokenizer, only=[t for t in args.only.split(",") if t] if args.only else None,
         keep_workdirs=args.keep_workdirs,
     )
@@ -471,7 +470,9 @@ def add_ab_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--max-reply-tokens", type=_positive(int), default=1024, help="max_tokens of each model reply (default 1024)")
     p.add_argument("--request-timeout", type=_positive(float), default=300, help="seconds to wait for one model reply (default 300)")
     p.add_argument("--command-timeout", type=_positive(float), default=60, help="seconds one agent command may run (default 60)")
-    p.add_argument("--no-model", action="store_true", help="the hook compresses extractively (no compressor model loaded)")
+    p.add_argument("--no-model", action="store_true", help="the hook compresses extractively (the default; kept for scripts)")
+    p.add_argument("--hook-model", help="add a model draft to the hook's summaries: 'default' (the embedded Gemma), a "
+                                      "manifest name or a .gguf path (default: none, extractive)")
     p.add_argument("--tokenizer", help="tokenizer of the target model for the hook's trigger (default: the embedded Gemma)")
     p.add_argument("--only", help="comma-separated task ids to run (default: all)")
     p.add_argument("--keep-workdirs", action="store_true",
