@@ -237,10 +237,10 @@ class Compressor:
         target = [m for i, m in enumerate(parsed[head:cut], head) if i != at]
         if not target:
             raise EmptyHistoryError("nothing to compress: only the previous summary precedes the kept messages")
-        later = [m.text + "\n" + "\n".join(c.function.arguments for c in (m.tool_calls or ()))
-                 for m in parsed[cut:] if m.role == "assistant"]
-        facts = extract_facts([*parsed[:head], *target], start=head, later=later)
-        kept = tuple(m.text for m in [*parsed[:head], *parsed[cut:]])
+        facts = extract_facts([*parsed[:head], *target], start=head)
+        # what the reader has verbatim around the summary (its tool-call arguments too): not paid for twice
+        kept = tuple(m.text + "".join("\n" + c.function.arguments for c in (m.tool_calls or ()))
+                     for m in [*parsed[:head], *parsed[cut:]])
         if self.backend is None:  # no model: no prompt
             return PreparedPrompt(messages_in=len(parsed), cut=cut, target=target, previous=previous, facts=facts,
                                   suffix="", head=head, kept_texts=kept)
@@ -311,13 +311,14 @@ class Compressor:
             trusted.append(previous.to_json())
         index = SourceIndex(trusted, untrusted=[target[i].text for i in output])
         report = GroundingReport()
-        count_text = None
+        count_text = count_texts = None
         if budget is not None:
             from .tokens import get_counter
 
-            count_text = get_counter().count_text
+            count_text, count_texts = get_counter().count_text, get_counter().count_texts
         context = merge(facts, draft, target, index, report, stats, previous, steps=facts.steps,
-                        budget_tokens=budget, count_text=count_text, kept_texts=prepared.kept_texts)
+                        budget_tokens=budget, count_text=count_text, kept_texts=prepared.kept_texts,
+                        count_texts=count_texts)
         context = redact_summary(context)  # one last pass over every string, tool names and paths included
         stats.total_seconds = time.perf_counter() - start
         log.debug("compressed messages [%d, %d) of %d in %.2f s (model %.2f s, %d prompt and %d generated tokens, "

@@ -63,7 +63,7 @@ from .trigger import CompressionDecision, TriggerConfig, evaluate_compression
 log = logging.getLogger(__name__)
 
 DEFAULT_SUMMARY_FRACTION = 0.35  # chosen on the replay A/B design split (docs/replay.md): binds below ~12k windows
-DEFAULT_SUMMARY_MAX_TOKENS = 4096
+DEFAULT_SUMMARY_MAX_TOKENS = 3072  # replay A/B (docs/replay.md): under half of what observation masking adds at 16k-32k
 HEAD_NOTE = "The messages before this summary (the instructions and the task) are kept verbatim."
 REPLAYABLE = 8  # recent compactions a history that extends their input is matched against
 
@@ -136,8 +136,8 @@ class CompactionHook:
     system/developer messages and the first user message (the task); an int keeps that many first messages; 0
     summarises everything before the recent messages. ``keep_last``: recent messages kept verbatim after it.
     ``summary_fraction`` / ``summary_max_tokens``: the summary's token budget, a share of ``model_max_tokens``
-    up to a cap (default 35% of the window, at most 4,096 tokens; what does not fit is dropped oldest
-    first, counted in the metrics, and stays in the archive).
+    up to a cap (default 35% of the window, at most 3,072 tokens; what does not fit is dropped, the work log
+    line by line by what each line adds (``pack.py``), counted in the metrics, and stays in the archive).
     ``soft_fraction``: start building the summary in a worker thread once the history uses more than this share
     of the window (below the trigger's ``token_fraction``), and swap it in when the trigger fires; ``None``
     (default): off, the summary is built when the trigger fires.

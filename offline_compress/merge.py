@@ -3,10 +3,10 @@ draft, and the previous summary (a later compaction adds to it).
 
 What is kept when there is too much: previous constraints are never dropped (new ones follow them up to the
 schema's bound). Everything else is bounded by the schema's list lengths and, when the caller gives one, by a
-token budget (``fit``): the oldest items of the least useful lists go first — tool-call entries, then decisions,
-then work-log steps (first thinned to their command, then dropped), then failed attempts, then completed
-items — and the newest stay. Every item a bound drops is counted (``clipped_items``); all of them stay in the
-archive of replaced messages."""
+token budget (``fit``): the oldest tool-call entries and decisions go first; then the work log is packed into
+the room left, line by line, by the names each line adds (``pack.py``); failed attempts and completed items go
+(oldest first) only if the rest alone is over the budget. Every item a bound drops is counted
+(``clipped_items``); all of them stay in the archive of replaced messages."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from typing import Any, Protocol
 from . import schema as S
 from .draft import NARRATIVE_MAX_CHARS, Draft
 from .extract.facts import Facts
-from .extract.steps import WorkStep, code_names
+from .extract.steps import WorkStep
+from .pack import Material, names, pack, read
 from .ground import GroundingReport, SourceIndex, grounded_sentences, keep_grounded
 from .messages import Message
 from .redact import redact
@@ -71,15 +72,12 @@ def _bounded(items: list[Any], limit: int, stats: ClipCounter, *, keep: str = "n
     return items
 
 
-def _step(step: WorkStep) -> S.Step:
-    """A work-log entry, redacted before it is cut (a secret cut at a boundary would escape redaction)."""
-    return S.Step(
-        said=_clip(redact(" ".join(step.said.split())), S.MAX_SAID_CHARS),
-        code=[_clip(redact(line.strip()), S.MAX_CODE_CHARS) for line in step.code][: S.MAX_CODE_LINES],
-        ran=_clip(redact(step.ran), S.MAX_RAN_CHARS),
-        saw=[_clip(redact(line), S.MAX_SAW_CHARS) for line in step.saw][: S.MAX_SAW_LINES],
-        outcome=step.outcome or "partial",
-    )
+def _material(step: WorkStep) -> Material:
+    """A work-log entry, redacted before anything is cut (a secret cut at a boundary would escape redaction)."""
+    saw = [redact(line) for line in step.saw]
+    failed = len(saw) - 1 if step.outcome == "error" and saw else None  # steps.py appends the error line last
+    return Material.of(redact(step.said), [redact(line) for line in step.code], redact(step.ran), saw,
+                       step.outcome or "partial", failed)
 
 
 def merge(
@@ -95,6 +93,7 @@ def merge(
     budget_tokens: int | None = None,
     count_text: Callable[[str], int] | None = None,
     kept_texts: Sequence[str] = (),
+    count_texts: Callable[[list[str]], list[int]] | None = None,
 ) -> S.CompressedContext:
     """Assemble the document: exact facts as they are, model items only where grounded, the previous
     summary's items first (a later compaction adds, it does not forget), then fit it to ``budget_tokens``."""
@@ -131,7 +130,8 @@ def merge(
     task = [_clip("Task: " + redact(" ".join(facts.task.split())), S.MAX_ITEM_CHARS)] if facts.task.strip() else []
     remaining = list(prev.task_state.remaining) + task + [redact(x) for x in keep_grounded(state.remaining, index, report)]
     blockers = list(prev.task_state.blockers) + [redact(x) for x in keep_grounded(state.blockers, index, report)]
-    work_log = list(prev.work_log) + [_step(s) for s in steps]
+    material = _bounded(_latest([Material.of_step(s) for s in prev.work_log] + [_material(s) for s in steps],
+                                key=Material.key), S.MAX_STEPS, stats)
 
     narrative = redact(grounded_sentences(draft.recent_narrative, index, report, NARRATIVE_MAX_CHARS))
     tail = bridge_lines(compressed)
@@ -147,86 +147,79 @@ def merge(
             remaining=_bounded(_unique(remaining), S.MAX_STATE_ITEMS, stats, keep="first"),
             blockers=_bounded(_latest(blockers), S.MAX_STATE_ITEMS, stats),
         ),
-        work_log=_bounded(_latest(work_log, key=lambda s: (s.said, tuple(s.code), s.ran, tuple(s.saw))), S.MAX_STEPS,
-                          stats),
+        work_log=[m.whole() for m in material],
     )
     if budget_tokens is None:
         return doc
     if count_text is None:
         from .tokens import get_counter
 
-        count_text = get_counter().count_text
-    known = set().union(*(code_names(t) for t in kept_texts)) if kept_texts else set()
-    return fit(doc, budget_tokens, count_text, stats, known=known)
-
-
-def _without_repeats(steps: Sequence[S.Step], known: set[str]) -> list[S.Step]:
-    """Each step without the pieces (its sentences, code lines, result lines) whose names of code are all said
-    elsewhere already: in a newer step, or in the messages kept verbatim around the summary (``known``). A
-    piece that names nothing is kept: it is not a repeat."""
-    covered = set(known)
-    out: list[S.Step] = []
-    for step in reversed(steps):
-        said_names = code_names(step.said)
-        said = step.said if not said_names or not said_names <= covered else ""
-        code = [x for x in step.code if not (n := code_names(x)) or not n <= covered]
-        saw = [x for x in step.saw if not (n := code_names(x)) or not n <= covered]
-        covered |= said_names | set().union(*(code_names(x) for x in step.code + step.saw)) | code_names(step.ran)
-        out.append(step.model_copy(update={"said": said, "code": code, "saw": saw}))
-    return out[::-1]
-
-
-def _thin(step: S.Step) -> S.Step:
-    """A step reduced to the first line of what it ran."""
-    first = step.ran.split("\n", 1)[0]
-    return S.Step(ran=_clip(first, 160), outcome=step.outcome)
+        count_text, count_texts = get_counter().count_text, get_counter().count_texts
+    known = set().union(*(names(t) for t in kept_texts)) if kept_texts else set()
+    return fit(doc, budget_tokens, count_text, stats, known=known, material=material, count_texts=count_texts)
 
 
 def fit(doc: S.CompressedContext, budget_tokens: int, count_text: Callable[[str], int], stats: ClipCounter, *,
-        known: set[str] = frozenset()) -> S.CompressedContext:
-    """Drop (count) the oldest items of the least useful lists until the document fits ``budget_tokens`` (see the
-    module docstring for the order); before a work-log step is thinned, its repeats go (``_without_repeats``:
-    oldest first). Constraints and the remaining task are never dropped, so a document can stay above the
-    budget; the caller measures it."""
+        known: set[str] = frozenset(), material: Sequence[Material] | None = None,
+        count_texts: Callable[[list[str]], list[int]] | None = None) -> S.CompressedContext:
+    """Cut ``doc`` to ``budget_tokens`` (see the module docstring for the order): the oldest tool-call entries
+    and decisions go first; then the work log is packed into the room left (``pack.py``: its pieces by the names
+    they add, newest steps first); then failed attempts and completed items go, oldest first. ``material``: the
+    work log before any cut (default: ``doc``'s own). Constraints and the remaining task are never dropped, so
+    a document can stay above the budget; the caller measures it. Every item dropped is counted."""
 
     def cost(item: Any) -> int:
         return count_text(item.model_dump_json() if hasattr(item, "model_dump_json") else json.dumps(item)) + 1
 
-    lists: dict[str, list[Any]] = {
-        "tool_calls_summary": list(doc.tool_calls_summary), "decisions": list(doc.decisions),
-        "work_log": list(doc.work_log), "failed_attempts": list(doc.failed_attempts),
-        "completed": list(doc.task_state.completed),
-    }
-    costs = {name: [cost(x) for x in items] for name, items in lists.items()}
     total = count_text(doc.to_json())
     if total <= budget_tokens:
         return doc
-    thinned = 0  # work-log steps already thinned, oldest first
-    for name in ("tool_calls_summary", "decisions", "work_log", "failed_attempts", "completed"):
-        items, item_costs = lists[name], costs[name]
-        if name == "work_log" and total > budget_tokens:
-            for k, slim in enumerate(_without_repeats(items, known)):
-                if total <= budget_tokens:
-                    break
-                saved = item_costs[k] - cost(slim)
-                items[k], item_costs[k] = slim, item_costs[k] - saved
-                total -= saved
+    steps = list(material) if material is not None else [Material.of_step(s) for s in doc.work_log]
+    lists: dict[str, list[Any]] = {
+        "tool_calls_summary": list(doc.tool_calls_summary), "decisions": list(doc.decisions),
+        "failed_attempts": list(doc.failed_attempts), "completed": list(doc.task_state.completed),
+    }
+
+    def build(work_log: list[S.Step]) -> S.CompressedContext:
+        return doc.model_copy(update={
+            "tool_calls_summary": lists["tool_calls_summary"], "decisions": lists["decisions"],
+            "work_log": work_log, "failed_attempts": lists["failed_attempts"],
+            "task_state": doc.task_state.model_copy(update={"completed": lists["completed"]}),
+        })
+
+    for name in ("tool_calls_summary", "decisions"):
+        items = lists[name]
+        item_costs = [cost(x) for x in items]
         while total > budget_tokens and items:
-            if name == "work_log" and thinned < len(items):
-                slim = _thin(items[thinned])
-                saved = item_costs[thinned] - cost(slim)
-                items[thinned], item_costs[thinned] = slim, item_costs[thinned] - saved
-                total -= saved
-                thinned += 1
-                continue
             total -= item_costs.pop(0)
             items.pop(0)
-            thinned = max(0, thinned - 1)
             stats.clipped_items += 1
-        if total <= budget_tokens:
+    if total <= budget_tokens:
+        return build(list(doc.work_log))
+    base = count_text(build([]).to_json())
+    for name in ("failed_attempts", "completed"):  # only when the rest alone is over the budget
+        items = lists[name]
+        item_costs = [cost(x) for x in items]
+        while base > budget_tokens and items:
+            base -= item_costs.pop(0)
+            items.pop(0)
+            stats.clipped_items += 1
+    room = budget_tokens - base
+    known = set(known) | names(build([]).to_json())  # what the rest of the document says is not paid twice
+    # pack's costs are per piece, so the exact total differs a little: pack again with the room corrected by
+    # what the exact count says, and keep the fullest work log that fits
+    work_log: list[S.Step] = []
+    best = -1
+    pieces = read(steps, count_text, count_texts)
+    for _ in range(4):
+        if room <= 0:
             break
-    return doc.model_copy(update={
-        "tool_calls_summary": lists["tool_calls_summary"], "decisions": lists["decisions"],
-        "work_log": lists["work_log"], "failed_attempts": lists["failed_attempts"],
-        "task_state": doc.task_state.model_copy(update={"completed": lists["completed"]}),
-    })
+        packed = pack(pieces, room, count_text, known=known)
+        exact = count_text(build(packed).to_json())
+        if exact <= budget_tokens and exact > best:
+            work_log, best = packed, exact
+        if budget_tokens - 16 <= exact <= budget_tokens:
+            break
+        room += budget_tokens - exact - (8 if exact > budget_tokens else 0)
+    stats.clipped_items += len(steps) - len(work_log)
+    return build(work_log)

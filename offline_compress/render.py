@@ -96,7 +96,7 @@ def _value(first: str, value: str, indent: str) -> list[str]:
 def _item(fields: tuple[_Field, ...], data: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     for field in fields:
-        values = data[field.key] if field.many else [data[field.key]]
+        values = data.get(field.key, []) if field.many else [data.get(field.key, "")]  # empty keys are left out
         if field.optional and values == ([] if field.many else [""]):
             continue
         for value in values:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 # Bounds. A verbatim user constraint may be a long sentence; the rest is short by design.
 MAX_CONSTRAINTS = 40
@@ -68,6 +68,15 @@ class Step(_Strict):
     ran: Annotated[str, Field(max_length=MAX_RAN_CHARS)]
     saw: Annotated[list[Annotated[str, Field(max_length=MAX_SAW_CHARS)]], Field(max_length=MAX_SAW_LINES)] = []
     outcome: Literal["success", "error", "partial"]
+
+    @model_serializer(mode="wrap")
+    def _without_empty(self, handler: Any) -> dict[str, Any]:
+        # An empty said / code / saw is left out (it reads back as the default): a work log has dozens of steps,
+        # and their empty keys would cost a summary about 8 tokens each.
+        return {k: v for k, v in handler(self).items() if v or k not in _OPTIONAL_STEP_KEYS}
+
+
+_OPTIONAL_STEP_KEYS = frozenset({"said", "code", "saw"})
 
 
 class CompressedContext(_Strict):

@@ -35,7 +35,7 @@ def _step(i, words=40):
                     saw=(f"src/mod_{i}.py:1: def func_{i}(x):",), outcome="success")
 
 
-def test_budget_drops_the_least_useful_oldest_first_and_counts_it():
+def test_budget_drops_the_least_useful_first_and_counts_it():
     count = get_counter().count_text
     previous = S.CompressedContext(user_constraints=["Never touch tests/."],
                                    tool_calls_summary=[S.ToolCallSummary(tool="cat", target=f"f{i}.py", outcome="success")
@@ -46,13 +46,43 @@ def test_budget_drops_the_least_useful_oldest_first_and_counts_it():
     doc = merge(facts, NO_DRAFT, [], SourceIndex([]), GroundingReport(), stats, previous, steps=facts.steps,
                 budget_tokens=1200, count_text=count)
     assert count(doc.to_json()) <= 1200 < count(unbounded.to_json()) + 1
+    assert count(doc.to_json()) > 1200 - 100  # the room is used, not left empty
     assert doc.user_constraints == ["Never touch tests/."]  # never dropped
     assert doc.tool_calls_summary == []  # the least useful list went first
     assert stats.clipped_items >= 30
-    newest = doc.work_log[-1]
-    assert "func_29" in newest.said and newest.saw  # the newest step keeps its detail
-    assert all(not s.said and not s.saw for s in doc.work_log[:3])  # the oldest kept ones were thinned
+    text = doc.to_json()
+    assert "func_29" in text and "mod_29.py" in text  # the newest step's names are kept
+    newest, oldest = doc.work_log[-1], doc.work_log[0]
+    assert "func_29" in newest.said and newest.code  # the newest step keeps its detail
+    assert not newest.saw  # its output line names nothing the step does not already say
+    assert not oldest.said  # older steps give up their detail first
     assert S.CompressedContext.model_validate_json(doc.to_json()) == doc
+
+
+def test_a_budget_the_whole_document_fits_changes_nothing():
+    facts = Facts(steps=[_step(i, words=2) for i in range(3)])
+    unbounded = merge(facts, NO_DRAFT, [], SourceIndex([]), GroundingReport(), _stats(), steps=facts.steps)
+    bounded = merge(facts, NO_DRAFT, [], SourceIndex([]), GroundingReport(), _stats(), steps=facts.steps,
+                    budget_tokens=10_000, count_text=get_counter().count_text)
+    assert bounded == unbounded
+    assert [s.ran for s in bounded.work_log] == [f"cat src/mod_{i}.py\n" + "\n".join(["more"] * 5) for i in range(3)]
+
+
+def test_names_the_kept_messages_hold_are_not_paid_for_twice():
+    count = get_counter().count_text
+    steps = [WorkStep(call_index=1, said="`alpha_fn` is defined in `pkg/alpha.py`.", ran="grep -n alpha_fn pkg",
+                      saw=("pkg/alpha.py:10:def alpha_fn():",), outcome="success"),
+             WorkStep(call_index=3, said="`beta_fn` calls `gamma_fn`.", ran="grep -n beta_fn pkg",
+                      saw=("pkg/beta.py:4:def beta_fn(): return gamma_fn()",), outcome="success")]
+    facts = Facts(steps=steps)
+    full = merge(facts, NO_DRAFT, [], SourceIndex([]), GroundingReport(), _stats(), steps=steps)
+    budget = count(full.to_json()) - 1  # one token short: something must go
+    doc = merge(facts, NO_DRAFT, [], SourceIndex([]), GroundingReport(), _stats(), steps=steps,
+                budget_tokens=budget, count_text=count,
+                kept_texts=["I am now editing pkg/alpha.py and alpha_fn"])  # the reader has these verbatim
+    text = doc.to_json()
+    assert "beta_fn" in text and "gamma_fn" in text
+    assert "pkg/alpha.py:10" not in text  # its names are all in the kept messages
 
 
 def test_an_instruction_found_only_in_tool_output_is_not_believed():

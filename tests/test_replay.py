@@ -17,14 +17,15 @@ FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parent.parent
 
 LIBRARY_UNDER_TEST = ("offline_compress.extract", "offline_compress.cut", "offline_compress.ground",
-                      "offline_compress.redact", "offline_compress.compressor", "offline_compress.merge")
+                      "offline_compress.redact", "offline_compress.compressor", "offline_compress.merge",
+                      "offline_compress.pack")
 
 
 def test_probe_scoring_does_not_import_the_code_it_scores():
     code = ("import sys, offline_compress.evaluation.probes; "
             "print([m for m in sys.modules if m.startswith(('offline_compress.extract', 'offline_compress.cut', "
             "'offline_compress.ground', 'offline_compress.redact', 'offline_compress.compressor', "
-            "'offline_compress.merge'))])")
+            "'offline_compress.merge', 'offline_compress.pack'))])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert out.stdout.strip() == "[]", out.stdout
     # and not lazily either: no import statement of those modules anywhere in the file
@@ -145,6 +146,28 @@ def test_ab_replay_cli_writes_table_json_and_chart(tmp_path):
     assert extract and all("recalled" in e and 0 <= e["recalled"] <= e["artifacts"] - e["artifacts_kept"]
                            for e in extract)  # one recall call per lost probe, against the archive of that point
     assert chart.stat().st_size > 10_000
+    pairs = {(r["window"], r["strategy"]) for r in report["paired"]}
+    assert (4096, "extract") in pairs and "paired, per trajectory, against mask:" in proc.stdout
+
+
+def test_paired_comparison_counts_trajectories_and_bounds_the_difference():
+    from offline_compress.evaluation.replay import paired
+    from offline_compress.evaluation.stats import bootstrap_recall_difference
+
+    def traj(name, probes, ours, theirs):
+        return {"name": name, "points": [{"window": 8192, "strategies": {
+            "extract": {"artifacts": probes, "artifacts_kept": ours}, "mask": {"artifacts": probes, "artifacts_kept": theirs}}}]}
+
+    better = [traj(f"t{i}", 10, 9, 7) for i in range(30)]
+    (row,) = paired(better + [traj("tie", 10, 5, 5), traj("worse", 10, 4, 6)], ["mask", "extract"], [8192])
+    assert (row["more"], row["same"], row["fewer"], row["trajectories"]) == (30, 1, 1, 32)
+    assert row["ci95"][0] > 0 < row["recall_difference"]  # ahead on nearly every trajectory: the interval says so
+    even = [(10, 6, 5), (10, 4, 5)] * 20
+    diff, lo, hi = bootstrap_recall_difference(even)
+    assert diff == 0 and lo < 0 < hi  # as often ahead as behind: no difference claimed
+    assert bootstrap_recall_difference(even) == (diff, lo, hi)  # seeded
+    with pytest.raises(ValueError):
+        bootstrap_recall_difference([])
 
 
 def test_seed_schema_has_no_bounds_and_a_long_prefix_is_a_counted_failure(model_path, tmp_path):

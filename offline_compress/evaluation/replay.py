@@ -284,6 +284,51 @@ def aggregate(trajectories: Sequence[dict[str, Any]], strategies: Sequence[str],
     return out
 
 
+def paired(trajectories: Sequence[dict[str, Any]], strategies: Sequence[str], windows: Sequence[int], *,
+           against: str = "mask") -> list[dict[str, Any]]:
+    """Per window, each summary strategy against ``against`` trajectory by trajectory: how many trajectories it
+    keeps more / as many / fewer probes of, and the pooled recall difference with a bootstrap 95% interval over
+    trajectories (is the difference more than which trajectories happened to be drawn?)."""
+    from .stats import bootstrap_recall_difference
+
+    out = []
+    for window in windows:
+        for name in strategies:
+            if name in ("full", "truncate", against):
+                continue
+            per: dict[str, list[int]] = {}
+            for t in trajectories:
+                for row in t.get("points", []):
+                    s = row["strategies"]
+                    if row["window"] != window or name not in s or against not in s:
+                        continue
+                    acc = per.setdefault(t["name"], [0, 0, 0])
+                    acc[0] += s[name]["artifacts"]
+                    acc[1] += s[name]["artifacts_kept"]
+                    acc[2] += s[against]["artifacts_kept"]
+            pairs = [tuple(v) for v in per.values() if v[0]]
+            if not pairs:
+                continue
+            diff, lo, hi = bootstrap_recall_difference(pairs)
+            out.append({"window": window, "strategy": name, "against": against, "trajectories": len(pairs),
+                        "more": sum(1 for p in pairs if p[1] > p[2]), "same": sum(1 for p in pairs if p[1] == p[2]),
+                        "fewer": sum(1 for p in pairs if p[1] < p[2]), "recall_difference": diff,
+                        "ci95": [lo, hi]})
+    return out
+
+
+def format_paired(rows: Sequence[dict[str, Any]]) -> str:
+    if not rows:
+        return ""
+    lines = [f"paired, per trajectory, against {rows[0]['against']}:"]
+    for r in rows:
+        lo, hi = r["ci95"]
+        lines.append(f"  {r['window']:>6}  {r['strategy']}: keeps more probes in {r['more']}, as many in {r['same']}, "
+                     f"fewer in {r['fewer']} of {r['trajectories']} trajectories; recall {100 * r['recall_difference']:+.1f}"
+                     f" points (95% bootstrap over trajectories {100 * lo:+.1f} to {100 * hi:+.1f})")
+    return "\n".join(lines)
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
@@ -394,9 +439,10 @@ def run_replay(
             note(f"{f}: not replayed ({entry['error']})")
         trajectories.append(entry)
     rows = aggregate(trajectories, replayer.strategies, replayer.windows)
+    pairs = paired(trajectories, replayer.strategies, replayer.windows) if "mask" in replayer.strategies else []
     return {"windows": replayer.windows, "strategies": replayer.strategies, "keep_last": replayer.keep_last,
             "points_from": replayer.points_from, "split": split, "seconds": time.perf_counter() - started,
-            "aggregate": rows, "trajectories": trajectories}
+            "aggregate": rows, "paired": pairs, "trajectories": trajectories}
 
 
 def _note(message: str) -> None:
@@ -447,6 +493,8 @@ def cmd_ab_replay(args: argparse.Namespace) -> int:
         if "error" in t:
             sys.stdout.write(f"not replayed: {t['path']}: {t['error']}\n")
     sys.stdout.write(format_table(report["aggregate"]) + "\n")
+    if report["paired"]:
+        sys.stdout.write("\n" + format_paired(report["paired"]) + "\n")
     if args.json:
         from ..files import write_atomic
 

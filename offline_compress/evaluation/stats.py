@@ -1,8 +1,10 @@
-"""Paired statistics for the live A/B: the exact McNemar test on completion."""
+"""Paired statistics: the exact McNemar test on completion (live A/B), and a bootstrap over trajectories of a
+recall difference (replay A/B)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+import random
 from fractions import Fraction
 from math import comb
 
@@ -27,3 +29,24 @@ def discordant(pairs: Sequence[tuple[bool, bool]]) -> tuple[int, int]:
     only_b = sum(1 for a, b in pairs if b and not a)
     return only_a, only_b
 
+
+
+def bootstrap_recall_difference(pairs: Sequence[tuple[int, int, int]], *, draws: int = 2000, seed: int = 0,
+                                level: float = 0.95) -> tuple[float, float, float]:
+    """``pairs``: per trajectory, (probes, kept by A, kept by B). Returns the pooled recall difference A - B and
+    its ``level`` percentile interval when whole trajectories are resampled with replacement (points of one
+    trajectory are not independent, trajectories are). Seeded: the same pairs give the same interval."""
+    if not pairs:
+        raise ValueError("no trajectories to compare")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+
+    def diff(sample: Sequence[tuple[int, int, int]]) -> float:
+        total = sum(p[0] for p in sample)
+        return (sum(p[1] for p in sample) - sum(p[2] for p in sample)) / total if total else 0.0
+
+    rng = random.Random(seed)
+    draws_sorted = sorted(diff([pairs[rng.randrange(len(pairs))] for _ in pairs]) for _ in range(draws))
+    lo = draws_sorted[int((1 - level) / 2 * draws)]
+    hi = draws_sorted[min(draws - 1, int((1 + level) / 2 * draws))]
+    return diff(pairs), lo, hi

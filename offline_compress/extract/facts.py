@@ -53,15 +53,12 @@ def extract_facts(
     messages: Sequence[Message | Mapping[str, Any]],
     *,
     start: int = 0,
-    later: Sequence[str] = (),
     max_constraints: int = MAX_CONSTRAINTS,
     task_chars: int = DEFAULT_TASK_CHARS,
 ) -> Facts:
     """All exact facts of ``messages[start:]``. The messages before ``start`` (a head kept verbatim elsewhere:
     the system prompt and the task) are read only as context — where the task was stated, which user turns
-    come after the first reply — and give no facts of their own. ``later``: texts of the messages that follow
-    (kept verbatim after the summary): what the agent refers to there counts as learnt for the work log. Pure
-    and deterministic."""
+    come after the first reply — and give no facts of their own. Pure and deterministic."""
     msgs = as_message_list(messages)
     events = [e for e in extract_tool_events(msgs) if e.call_index >= start]
     failed = [
@@ -89,5 +86,5 @@ def extract_facts(
         files_changed=unique(p for _, p in changed),
         constraint_candidates=constraints,
         decisions=[d for d in extract_decisions(msgs, events) if d.message_index >= start],
-        steps=extract_steps(msgs, events, later=later),
+        steps=extract_steps(msgs, events),
     )

@@ -13,9 +13,14 @@ code
 ran
     The command (or the call's arguments), its first ``MAX_RUN_LINES`` lines.
 saw
-    The lines of the result that the agent itself referred to afterwards: a line naming something the agent
-    names in a later message (up to the end of the history the caller gives, the messages kept after the
-    summary included). The line that says why a call failed. A short result (a printed value) whole.
+    The lines of the result that name something in the code (a definition, a grep hit with file:line, a
+    traceback line), the first ``MAX_SAW_LINES`` distinct ones, and the line that says why a call failed. A
+    short result (a printed value) whole.
+
+This is the material: a summary's token budget then keeps, line by line, what adds most (``pack.py``). On the
+replay A/B design split, offering every named line of a result did better than offering only the lines whose
+names the agent used again before the cut (a bonus for those did worse: the agent's own messages already say
+them).
 
 Pure and deterministic; redaction is the caller's (merge redacts every piece before it is cut).
 """
@@ -32,10 +37,11 @@ from .decisions import code_lines, prose_sentences
 from .events import ToolEvent
 from .outcomes import Outcome
 
-MAX_SAID_SENTENCES = 12
-MAX_CODE_LINES = 24
-MAX_RUN_LINES = 40
-MAX_SAW_LINES = 8
+# Bounds of what is read; the summary's budget then keeps the pieces that add most (pack.py).
+MAX_SAID_SENTENCES = 40
+MAX_CODE_LINES = 80
+MAX_RUN_LINES = 400
+MAX_SAW_LINES = 40
 SHORT_RESULT_LINES = 3
 SHORT_RESULT_CHARS = 300
 
@@ -79,18 +85,8 @@ def _ran(command: str) -> str:
     return "\n".join(lines[:MAX_RUN_LINES]) + ("\n…" if len(lines) > MAX_RUN_LINES else "")
 
 
-def extract_steps(messages: Sequence[Message], events: Sequence[ToolEvent], *, later: Sequence[str] = ()) -> list[WorkStep]:
-    """The work log of ``events`` (calls of ``messages``). ``later``: texts that come after ``messages`` (the
-    recent messages kept verbatim) whose names also count as the agent referring to a result."""
-    # Names the agent uses from each assistant message on: suffix unions, computed once.
-    said_by = {i: code_names(m.text + "\n" + "\n".join(c.function.arguments for c in (m.tool_calls or ())))
-               for i, m in enumerate(messages) if m.role == "assistant"}
-    after: dict[int, set[str]] = {}
-    acc: set[str] = set().union(*(code_names(t) for t in later)) if later else set()
-    for i in range(len(messages) - 1, -1, -1):
-        after[i] = acc
-        if i in said_by:
-            acc = acc | said_by[i]
+def extract_steps(messages: Sequence[Message], events: Sequence[ToolEvent]) -> list[WorkStep]:
+    """The work log of ``events`` (calls of ``messages``)."""
     out: list[WorkStep] = []
     seen_message: set[int] = set()
     for event in events:
@@ -109,8 +105,7 @@ def extract_steps(messages: Sequence[Message], events: Sequence[ToolEvent], *, l
             if len(lines) <= SHORT_RESULT_LINES and sum(map(len, lines)) <= SHORT_RESULT_CHARS:
                 saw = lines
             else:
-                referred = after.get(event.result_index, set())
-                saw = [ln for ln in dict.fromkeys(lines) if code_names(ln) & referred][:MAX_SAW_LINES]
+                saw = [ln for ln in dict.fromkeys(lines) if code_names(ln)][:MAX_SAW_LINES]
             if event.error_line and event.error_line.strip() not in saw:
                 saw.append(event.error_line.strip())
         out.append(WorkStep(call_index=i, said=said, code=code, ran=_ran(event.command), saw=tuple(saw),
