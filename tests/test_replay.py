@@ -155,8 +155,9 @@ def test_paired_comparison_counts_trajectories_and_bounds_the_difference():
     from offline_compress.evaluation.stats import bootstrap_recall_difference
 
     def traj(name, probes, ours, theirs):
-        return {"name": name, "points": [{"window": 8192, "strategies": {
-            "extract": {"artifacts": probes, "artifacts_kept": ours}, "mask": {"artifacts": probes, "artifacts_kept": theirs}}}]}
+        scores = {"extract": {"artifacts": probes, "artifacts_kept": ours},
+                  "mask": {"artifacts": probes, "artifacts_kept": theirs}}
+        return {"name": name, "points": [{"window": 8192, "strategies": scores}]}
 
     better = [traj(f"t{i}", 10, 9, 7) for i in range(30)]
     (row,) = paired(better + [traj("tie", 10, 5, 5), traj("worse", 10, 4, 6)], ["mask", "extract"], [8192])
