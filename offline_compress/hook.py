@@ -62,7 +62,7 @@ from .trigger import CompressionDecision, TriggerConfig, evaluate_compression
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SUMMARY_FRACTION = 0.35  # chosen on the replay A/B design split (docs/replay.md): binds below ~12k windows
+DEFAULT_SUMMARY_FRACTION = 0.35  # chosen on the replay A/B design split (docs/replay.md): binds below ~9k windows
 DEFAULT_SUMMARY_MAX_TOKENS = 3072  # replay A/B (docs/replay.md): under half of what observation masking adds at 16k-32k
 HEAD_NOTE = "The messages before this summary (the instructions and the task) are kept verbatim."
 REPLAYABLE = 8  # recent compactions a history that extends their input is matched against

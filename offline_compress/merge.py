@@ -18,7 +18,7 @@ from . import schema as S
 from .draft import NARRATIVE_MAX_CHARS, Draft
 from .extract.facts import Facts
 from .extract.steps import WorkStep
-from .pack import Material, names, pack, read
+from .pack import Material, clip, names, pack, read
 from .ground import GroundingReport, SourceIndex, grounded_sentences, keep_grounded
 from .messages import Message
 from .redact import redact
@@ -31,10 +31,6 @@ class ClipCounter(Protocol):
     """Where ``merge`` counts the items its bounds drop (``CompressionStats``)."""
 
     clipped_items: int
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _unique(items: Sequence[Any], key: Any = None) -> list[Any]:
@@ -102,7 +98,7 @@ def merge(
     constraints = _unique(list(prev.user_constraints) + new)  # previous first: a bound keeps them
 
     decisions = list(prev.decisions) + [
-        S.Decision(decision=_clip(redact(d.decision), S.MAX_ITEM_CHARS), rationale=_clip(redact(d.rationale), S.MAX_ITEM_CHARS))
+        S.Decision(decision=clip(redact(d.decision), S.MAX_ITEM_CHARS), rationale=clip(redact(d.rationale), S.MAX_ITEM_CHARS))
         for d in facts.decisions
     ]
     for d in draft.decisions:
@@ -111,23 +107,23 @@ def merge(
             decisions.append(S.Decision(decision=redact(d.decision), rationale=redact(rationale[0]) if rationale else ""))
     failed = list(prev.failed_attempts) + [
         S.FailedAttempt(
-            approach=_clip(redact(" ".join(f.approach.split())), S.MAX_ITEM_CHARS),
-            reason_failed=_clip(redact(" ".join(f.reason_failed.split())), S.MAX_ITEM_CHARS),
+            approach=clip(redact(" ".join(f.approach.split())), S.MAX_ITEM_CHARS),
+            reason_failed=clip(redact(" ".join(f.reason_failed.split())), S.MAX_ITEM_CHARS),
         )
         for f in facts.failed_attempts
     ]
     calls = list(prev.tool_calls_summary) + [
         S.ToolCallSummary(
-            tool=_clip(redact(e.tool), S.MAX_TOOL_CHARS),
-            target=_clip(redact(" ".join(e.target.split())), S.MAX_TARGET_CHARS),
+            tool=clip(redact(e.tool), S.MAX_TOOL_CHARS),
+            target=clip(redact(" ".join(e.target.split())), S.MAX_TARGET_CHARS),
             outcome=e.outcome or "partial",  # a call never answered (e.g. the final submit) did not complete
         )
         for e in facts.tool_events
     ]
     state = draft.task_state
-    completed = list(prev.task_state.completed) + [_clip(f"changed {redact(path)}", S.MAX_ITEM_CHARS) for path in facts.files_changed]
+    completed = list(prev.task_state.completed) + [clip(f"changed {redact(path)}", S.MAX_ITEM_CHARS) for path in facts.files_changed]
     completed += [redact(x) for x in keep_grounded(state.completed, index, report)]
-    task = [_clip("Task: " + redact(" ".join(facts.task.split())), S.MAX_ITEM_CHARS)] if facts.task.strip() else []
+    task = [clip("Task: " + redact(" ".join(facts.task.split())), S.MAX_ITEM_CHARS)] if facts.task.strip() else []
     remaining = list(prev.task_state.remaining) + task + [redact(x) for x in keep_grounded(state.remaining, index, report)]
     blockers = list(prev.task_state.blockers) + [redact(x) for x in keep_grounded(state.blockers, index, report)]
     material = _bounded(_latest([Material.of_step(s) for s in prev.work_log] + [_material(s) for s in steps],
@@ -141,7 +137,7 @@ def merge(
         decisions=_bounded(_latest(decisions), S.MAX_DECISIONS, stats),
         failed_attempts=_bounded(_latest(failed), S.MAX_FAILED, stats),
         tool_calls_summary=_bounded(_latest(calls, key=lambda c: (c.tool, c.target)), S.MAX_TOOL_CALLS, stats),
-        recent_narrative=_clip(full_narrative, S.MAX_NARRATIVE_CHARS),
+        recent_narrative=clip(full_narrative, S.MAX_NARRATIVE_CHARS),
         task_state=S.TaskState(
             completed=_bounded(_latest(completed), S.MAX_STATE_ITEMS, stats),
             remaining=_bounded(_unique(remaining), S.MAX_STATE_ITEMS, stats, keep="first"),
@@ -187,25 +183,26 @@ def fit(doc: S.CompressedContext, budget_tokens: int, count_text: Callable[[str]
             "task_state": doc.task_state.model_copy(update={"completed": lists["completed"]}),
         })
 
-    for name in ("tool_calls_summary", "decisions"):
-        items = lists[name]
-        item_costs = [cost(x) for x in items]
-        while total > budget_tokens and items:
-            total -= item_costs.pop(0)
-            items.pop(0)
-            stats.clipped_items += 1
-    if total <= budget_tokens:
+    def drop_oldest(keys: tuple[str, ...], total: int) -> int:
+        """Drop (and count) the oldest items of these lists, in order, while ``total`` is over the budget."""
+        for name in keys:
+            items = lists[name]
+            item_costs = [cost(x) for x in items]
+            while total > budget_tokens and items:
+                total -= item_costs.pop(0)
+                items.pop(0)
+                stats.clipped_items += 1
+        return total
+
+    if drop_oldest(("tool_calls_summary", "decisions"), total) <= budget_tokens:
         return build(list(doc.work_log))
-    base = count_text(build([]).to_json())
-    for name in ("failed_attempts", "completed"):  # only when the rest alone is over the budget
-        items = lists[name]
-        item_costs = [cost(x) for x in items]
-        while base > budget_tokens and items:
-            base -= item_costs.pop(0)
-            items.pop(0)
-            stats.clipped_items += 1
+    rest = build([]).to_json()
+    base = count_text(rest)
+    if base > budget_tokens:  # the rest alone is over: failed attempts and completed items go too
+        base = drop_oldest(("failed_attempts", "completed"), base)
+        rest = build([]).to_json()
     room = budget_tokens - base
-    known = set(known) | names(build([]).to_json())  # what the rest of the document says is not paid twice
+    known = set(known) | names(rest)  # what the rest of the document says is not paid twice
     # pack's costs are per piece, so the exact total differs a little: pack again with the room corrected by
     # what the exact count says, and keep the fullest work log that fits
     work_log: list[S.Step] = []

@@ -21,13 +21,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from . import schema as S
+from .extract.decisions import SENTENCE_SPLIT
 from .extract.steps import code_names
 
 _NUMBER = re.compile(r"(?<![\w.])\d{3,}(?!\w)")  # a value printed, a line number: what an agent reuses
 HEAD_BONUS = 1  # the first line of what a step ran is worth one name: what was done
 RECENCY = 0.95  # weight of a step = RECENCY ** (number of newer steps); chosen on the replay design split
 ELLIPSIS = "…"
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`])")
 
 
 def names(text: str) -> set[str]:
@@ -35,7 +35,8 @@ def names(text: str) -> set[str]:
     return code_names(text) | set(_NUMBER.findall(text))
 
 
-def _clip(text: str, limit: int) -> str:
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ``…`` last when it was cut."""
     return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
 
 
@@ -53,7 +54,7 @@ class Material:
     @classmethod
     def of(cls, said: str, code: Sequence[str], ran: str, saw: Sequence[str], outcome: str,
            failed_line: int | None = None) -> Material:
-        sentences = tuple(x for x in _SENTENCE.split(" ".join(said.split())) if x)
+        sentences = tuple(x for x in SENTENCE_SPLIT.split(" ".join(said.split())) if x)
         ran_lines = tuple(ran.strip("\n").split("\n")) if ran.strip() else ("",)
         return cls(sentences, tuple(code), ran_lines, tuple(saw), outcome, failed_line)
 
@@ -71,10 +72,10 @@ class Material:
         """The step with the pieces at these positions (``ran=None``: all of it), cut to the schema's bounds."""
         ran_at = range(len(self.ran)) if ran is None else sorted(ran)
         return S.Step(
-            said=_clip(" ".join(self.said[i] for i in sorted(said)), S.MAX_SAID_CHARS),
-            code=[_clip(self.code[i].strip(), S.MAX_CODE_CHARS) for i in sorted(code)][: S.MAX_CODE_LINES],
-            ran=_clip(_with_gaps(self.ran, ran_at), S.MAX_RAN_CHARS),
-            saw=[_clip(self.saw[i], S.MAX_SAW_CHARS) for i in sorted(saw)][: S.MAX_SAW_LINES],
+            said=clip(" ".join(self.said[i] for i in sorted(said)), S.MAX_SAID_CHARS),
+            code=[clip(self.code[i].strip(), S.MAX_CODE_CHARS) for i in sorted(code)][: S.MAX_CODE_LINES],
+            ran=clip(_with_gaps(self.ran, ran_at), S.MAX_RAN_CHARS),
+            saw=[clip(self.saw[i], S.MAX_SAW_CHARS) for i in sorted(saw)][: S.MAX_SAW_LINES],
             outcome=self.outcome if self.outcome in ("success", "error", "partial") else "partial",
         )
 
@@ -140,7 +141,7 @@ def read(material: Sequence[Material], count_text: Callable[[str], int],
     for k, m in enumerate(material):
         for kind in _KINDS:
             for pos, raw in enumerate(getattr(m, kind)):
-                text = _clip(raw.strip() if kind == "code" else raw, _LIMITS.get(kind, S.MAX_RAN_CHARS - 2))
+                text = clip(raw.strip() if kind == "code" else raw, _LIMITS.get(kind, S.MAX_RAN_CHARS - 2))
                 bonus = HEAD_BONUS * int(kind == "ran" and pos == 0) + int(kind == "saw" and pos == m.failed_line)
                 slots.append((k, kind, pos, text, bonus))
     quoted = [json.dumps(slot[3], ensure_ascii=False) for slot in slots]
@@ -183,14 +184,15 @@ def pack(material: Sequence[Material] | _Read, budget: int, count_text: Callable
     def price(i: int) -> tuple[float, int]:
         """(worth per token, tokens) of taking piece ``i`` now (opening its step costs its first line too)."""
         p = pieces[i]
-        value, cost = gain(i), p.cost
+        own = gain(i)
+        value, cost = own, p.cost
         if p.step not in chosen:
             cost += overhead
             h = heads[p.step]
             if h != i:
                 value += len(pieces[h].names - covered - p.names) + pieces[h].bonus
                 cost += pieces[h].cost
-        if gain(i) <= 0:
+        if own <= 0:
             return 0.0, cost
         return weight[p.step] * value / cost, cost
 
@@ -248,4 +250,4 @@ def pack(material: Sequence[Material] | _Read, budget: int, count_text: Callable
     return [material[k].step(c.said, c.code, c.ran, c.saw) for k, c in sorted(chosen.items())]
 
 
-__all__ = ["ELLIPSIS", "RECENCY", "Material", "names", "pack", "read"]
+__all__ = ["ELLIPSIS", "RECENCY", "Material", "clip", "names", "pack", "read"]

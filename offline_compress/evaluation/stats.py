@@ -3,8 +3,8 @@ recall difference (replay A/B)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import random
+from collections.abc import Sequence
 from fractions import Fraction
 from math import comb
 
@@ -28,7 +28,6 @@ def discordant(pairs: Sequence[tuple[bool, bool]]) -> tuple[int, int]:
     only_a = sum(1 for a, b in pairs if a and not b)
     only_b = sum(1 for a, b in pairs if b and not a)
     return only_a, only_b
-
 
 
 def bootstrap_recall_difference(pairs: Sequence[tuple[int, int, int]], *, draws: int = 2000, seed: int = 0,

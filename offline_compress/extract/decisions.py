@@ -30,7 +30,7 @@ _BECAUSE = re.compile(
     r"which (?:means|causes))\b",
     re.I,
 )
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`])")  # not inside "f.name" or "requests.sessions"
+SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`])")  # not inside "f.name" or "requests.sessions"
 
 
 def extract_decisions(messages: Sequence[Message], events: Sequence[ToolEvent]) -> list[ExtractedDecision]:
@@ -70,4 +70,4 @@ def code_lines(text: str, shell: bool = False) -> list[str]:
 def prose_sentences(text: str) -> list[str]:
     """The sentences of a message outside its code blocks, verbatim (a sentence never spans a line or a block)."""
     prose = _FENCED.sub("\n", text)
-    return [x.strip() for line in prose.splitlines() for x in _SENTENCE_SPLIT.split(line) if x.strip()]
+    return [x.strip() for line in prose.splitlines() for x in SENTENCE_SPLIT.split(line) if x.strip()]
