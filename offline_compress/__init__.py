@@ -20,9 +20,9 @@ from .errors import (
     OfflineCompressError,
     TokenizerError,
 )
-from .messages import Message
-from .schema import CompressedContext, compressed_context_json_schema
-from .trigger import CompressionDecision, TriggerConfig, evaluate_compression
+from .history.messages import Message
+from .summary.schema import CompressedContext, compressed_context_json_schema
+from .history.trigger import CompressionDecision, TriggerConfig, evaluate_compression
 
 __version__ = "0.1.0"
 

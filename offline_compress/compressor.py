@@ -21,63 +21,31 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from . import schema as S
-from .backends import Backend, Generation
-from .cut import cut_index, head_end
-from .draft import Draft, DraftTaskState, draft_json_schema, worst_case_tokens
+from .summary import schema as S
+from .engine import Backend, Generation
+from .history.plan import DEFAULT_KEEP_LAST, Plan, plan_compaction
+from .summary.draft import Draft, DraftTaskState, draft_json_schema, worst_case_tokens
 from .errors import EmptyHistoryError
 from .extract.facts import Facts, extract_facts
-from .extract.conventions import is_tool_output
-from .final_redaction import redact_summary
-from .redact import redact_messages
+from .history.conventions import is_tool_output
+from .secrets.summary import redact_summary
+from .secrets.redact import redact_messages
 from .extract.task import extract_task
-from .ground import GroundingReport, SourceIndex
-from .merge import merge
-from .messages import Message, as_messages
+from .summary.ground import GroundingReport, SourceIndex
+from .summary.merge import Budget, Sources, merge
+from .history.messages import Message, as_messages
 from .model_files import resolve_model
-from .prompt import closing, digest, fixed_prefix
-from .render import Render, parse_body, render_body
+from .summary.prompt import closing, digest, fixed_prefix
+from .summary.message import parse_summary_message
+from .tokens.counter import default_counter
+from .tokens.protocol import CountsTokens
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "default"  # the embedded model (manifest default), opt-in: ``model=None`` (the default) is extractive
 DEFAULT_MAX_TOKENS = 2048
-DEFAULT_KEEP_LAST = 5
 DEFAULT_SUMMARY_TOKENS = 2048  # token budget of a summary when the caller names none (the hook: a share of its window)
 DRAFT_ATTEMPTS = 2  # a draft that fails validation is asked for once more, then the summary goes without one
-SUMMARY_PREFIX = "[CONTEXT_SUMMARY]\n"
-
-
-def summary_message(context: S.CompressedContext, note: str = "", render: Render = "json") -> dict[str, str]:
-    """The system message that stands for the compressed part of a history: the marker, the summary (canonical
-    JSON on one line, or Markdown closed by its end marker: ``render.py``), and an optional note for the agent
-    on the lines after it (e.g. how to recall what was archived)."""
-    return {"role": "system", "content": SUMMARY_PREFIX + render_body(context, render) + (f"\n{note}" if note else "")}
-
-
-def parse_summary_message(message: Message) -> S.CompressedContext | None:
-    """The summary of one of our summary messages: a system, developer or user message that starts with the
-    marker and holds a valid summary after it (either rendering); else None."""
-    if message.role not in ("system", "developer", "user") or not message.text.startswith(SUMMARY_PREFIX):
-        return None
-    return parse_body(message.text[len(SUMMARY_PREFIX):])
-
-
-def is_summary_message(message: Message) -> bool:
-    return parse_summary_message(message) is not None
-
-
-def find_previous_summary(messages: Sequence[Message], start: int = 0) -> tuple[S.CompressedContext | None, int | None]:
-    """The last summary message of ours at or after ``start`` (anywhere in the history, not only first):
-    (that summary, its index), else (None, None). A marker in tool output (a ``tool`` message, or a user message
-    that answers an agent's action) is text, never a summary: a planted fake is not believed."""
-    for i in range(len(messages) - 1, start - 1, -1):
-        if messages[i].role == "user" and is_tool_output(messages, i):
-            continue
-        summary = parse_summary_message(messages[i])
-        if summary is not None:
-            return summary, i
-    return None, None
 
 
 class CompressionStats(BaseModel):
@@ -155,10 +123,12 @@ class Compressor:
         verify_model: bool = True,
         backend: Backend | None = None,
         summary_tokens: int | None = DEFAULT_SUMMARY_TOKENS,
+        counter: CountsTokens | None = None,
     ) -> None:
         if summary_tokens is not None and summary_tokens <= 0:
             raise ValueError(f"summary_tokens must be positive or None, got {summary_tokens}")
         self.summary_tokens = summary_tokens  # None: only the schema's list bounds
+        self._counter = counter
         self.schema = draft_json_schema()
         worst = worst_case_tokens(self.schema)
         if worst > max_tokens:
@@ -174,7 +144,7 @@ class Compressor:
             self.prefix = ""
             return
         if backend is None:
-            from .backends.llamacpp import LlamaCppBackend
+            from .engine.llamacpp import LlamaCppBackend
 
             backend = LlamaCppBackend(
                 resolve_model(None if model == DEFAULT_MODEL else model, verify=verify_model),
@@ -193,6 +163,13 @@ class Compressor:
             raise ValueError(f"n_ctx={self.backend.n_ctx} leaves no room for a prompt after max_tokens={max_tokens}")
         self.prompt_budget = min(self.prompt_budget, room)
 
+    @property
+    def counter(self) -> CountsTokens:
+        """The counter the summary's budget is counted with (the default target's unless one was given)."""
+        if self._counter is None:
+            self._counter = default_counter()
+        return self._counter
+
     def compress(
         self,
         messages: Sequence[Message | Mapping[str, Any]],
@@ -201,9 +178,10 @@ class Compressor:
         previous: S.CompressedContext | None = None,
         keep_first: int | None = 0,
         summary_tokens: int | None = None,
+        plan: Plan | None = None,
     ) -> S.CompressedContext:
         return self.compress_detailed(messages, keep_last=keep_last, previous=previous, keep_first=keep_first,
-                                      summary_tokens=summary_tokens).context
+                                      summary_tokens=summary_tokens, plan=plan).context
 
     __call__ = compress
 
@@ -214,27 +192,31 @@ class Compressor:
         keep_last: int | None = None,
         previous: S.CompressedContext | None = None,
         keep_first: int | None = 0,
+        plan: Plan | None = None,
     ) -> PreparedPrompt:
         """Everything before the model: the cut, the exact facts and the prompt suffix the model is given after
         ``self.prefix`` (the benchmark decodes these very prompts). Raises ``EmptyHistoryError`` as ``compress``.
 
-        ``keep_first``: messages at the start kept verbatim by the caller and so not summarised: 0 (default)
-        summarises from the start; ``None`` leaves out the head (leading system messages and the task), as the
-        hook does; an int leaves out that many. An earlier summary of ours anywhere after the head is merged,
-        not summarised again."""
+        ``plan``: what to replace (``history.plan_compaction``; the hook and the adapters make it once and pass
+        it). Without one it is planned here from ``keep_first`` and ``keep_last``. ``keep_first``: messages at the
+        start kept verbatim by the caller and so not summarised: 0 (default) summarises from the start; ``None``
+        leaves out the head (leading system messages and the task), as the hook does; an int leaves out that many.
+        An earlier summary of ours anywhere after the head is merged, not summarised again; ``previous`` replaces
+        it."""
         # Redact first: every cut after this (error-line windows, clipped targets, the prompt) sees no secret.
         parsed = redact_messages(as_messages(messages))
-        keep = self.keep_last if keep_last is None else keep_last
-        cut = cut_index(parsed, keep)
-        head = head_end(parsed, keep_first, is_summary=is_summary_message)
+        if plan is None:
+            plan = plan_compaction(parsed, keep_first, self.keep_last if keep_last is None else keep_last)
+        head, cut, at = plan.head, plan.cut, plan.previous_at
         if cut <= head:
             raise EmptyHistoryError(
                 f"nothing to compress: the history has {len(parsed)} messages; the first {head} and the last "
                 f"{len(parsed) - cut} (with any tool results they need) are kept as they are"
             )
-        embedded, at = find_previous_summary(parsed[:cut], head)
+        # the previous summary as the redacted history holds it (a plan may have been made before redaction)
+        embedded = parse_summary_message(parsed[at]) if at is not None else None
         previous = previous or embedded
-        target = [m for i, m in enumerate(parsed[head:cut], head) if i != at]
+        target = [parsed[i] for i in plan.region]
         if not target:
             raise EmptyHistoryError("nothing to compress: only the previous summary precedes the kept messages")
         facts = extract_facts([*parsed[:head], *target], start=head)
@@ -263,11 +245,15 @@ class Compressor:
         previous: S.CompressedContext | None = None,
         keep_first: int | None = 0,
         summary_tokens: int | None = None,
+        plan: Plan | None = None,
+        counter: CountsTokens | None = None,
     ) -> CompressionResult:
-        """``summary_tokens``: the summary's token budget for this call (default: the compressor's)."""
+        """``summary_tokens``: the summary's token budget for this call (default: the compressor's), counted by
+        ``counter`` (default: the compressor's, the default target's). ``plan`` as for ``prepare``."""
         start = time.perf_counter()
-        budget = self.summary_tokens if summary_tokens is None else summary_tokens
-        prepared = self.prepare(messages, keep_last=keep_last, previous=previous, keep_first=keep_first)
+        tokens = self.summary_tokens if summary_tokens is None else summary_tokens
+        budget = None if tokens is None else Budget(tokens, counter or self.counter)
+        prepared = self.prepare(messages, keep_last=keep_last, previous=previous, keep_first=keep_first, plan=plan)
         stats = CompressionStats(messages_in=prepared.messages_in, messages_compressed=prepared.cut,
                                  head=prepared.head)
         if self.backend is None:
@@ -299,7 +285,7 @@ class Compressor:
         return NO_DRAFT
 
     def _finish(self, start: float, prepared: PreparedPrompt, draft: Draft, stats: CompressionStats,
-                budget: int | None) -> CompressionResult:
+                budget: Budget | None) -> CompressionResult:
         """Ground the draft and merge it with the facts, the work log and the previous summary."""
         target, previous, facts = prepared.target, prepared.previous, prepared.facts
         # Tool output may support what the model says, but never an instruction it gives (prompt injection).
@@ -311,14 +297,8 @@ class Compressor:
             trusted.append(previous.to_json())
         index = SourceIndex(trusted, untrusted=[target[i].text for i in output])
         report = GroundingReport()
-        count_text = count_texts = None
-        if budget is not None:
-            from .tokens import get_counter
-
-            count_text, count_texts = get_counter().count_text, get_counter().count_texts
-        context = merge(facts, draft, target, index, report, stats, previous, steps=facts.steps,
-                        budget_tokens=budget, count_text=count_text, kept_texts=prepared.kept_texts,
-                        count_texts=count_texts)
+        sources = Sources(facts, target, index, previous, prepared.kept_texts)
+        context = merge(sources, draft, report, stats, budget)
         context = redact_summary(context)  # one last pass over every string, tool names and paths included
         stats.total_seconds = time.perf_counter() - start
         log.debug("compressed messages [%d, %d) of %d in %.2f s (model %.2f s, %d prompt and %d generated tokens, "

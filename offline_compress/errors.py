@@ -54,3 +54,11 @@ class TokenizerError(OfflineCompressError):
 
 class BackendError(OfflineCompressError, RuntimeError):
     """The inference backend (llama.cpp / Outlines) is missing or failed."""
+
+
+def one_line(text: str) -> str:
+    """``text`` with every character that is not printable (line breaks, form feeds, U+2028, control codes, lone
+    surrogates from a file's JSON) written as its escape, so that an error quoting the input stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii") for ch in text)

@@ -40,25 +40,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .archive import Archive, RecallHit, database_path
-from .compressor import (
-    DEFAULT_KEEP_LAST,
-    CompressionResult,
-    Compressor,
-    default_compressor,
-    find_previous_summary,
-    is_summary_message,
-    summary_message,
-)
+from .archive.store import Archive, RecallHit, database_path
+from .compressor import DEFAULT_KEEP_LAST, CompressionResult, Compressor, default_compressor
+from .summary.message import summary_message
 from .errors import InputError
-from .cut import cut_index, head_end
-from .extract.conventions import is_tool_output
-from .messages import Message, MessageCache, as_messages, parse_message
-from .recall import RECALL_NOTE
-from .recall import recall_tool as archive_recall_tool
-from .render import RENDERS, Render
-from .schema import CompressedContext
-from .trigger import CompressionDecision, TriggerConfig, evaluate_compression
+from .history.plan import Plan, plan_compaction
+from .history.conventions import is_tool_output
+from .history.messages import Message, MessageCache, as_messages, parse_message
+from .archive.recall import RECALL_NOTE
+from .archive.recall import recall_tool as archive_recall_tool
+from .summary.render import RENDERS, Render
+from .summary.schema import CompressedContext
+from .tokens.protocol import CountsTokens
+from .history.trigger import CompressionDecision, TriggerConfig, evaluate_compression
 
 log = logging.getLogger(__name__)
 
@@ -108,11 +102,23 @@ class _Job:
     """A summary being built in the background from a snapshot of the history at the soft threshold."""
 
     prefix: list[Message]  # the snapshot's first ``cut`` messages: the swap needs the history to start with them
-    head: int
-    cut: int
+    plan: Plan
     previous: CompressedContext | None  # the hook's summary it merges: a compaction since makes it stale
     future: Future[CompressionResult]
     tokens: int
+
+
+@dataclass(frozen=True)
+class _Replacement:
+    """A compaction ready to commit: the summary of ``plan``'s ``[head, cut)``, its message, the new history and
+    the token counts before and after."""
+
+    plan: Plan
+    result: CompressionResult
+    message: dict[str, Any]
+    history: list[Any]
+    tokens_before: int
+    tokens_after: int
 
 
 def _as_list(messages: Any) -> list[Any]:
@@ -156,7 +162,7 @@ class CompactionHook:
         session: str | None = None,
         recall_note: str | None = None,
         compressor: Compressor | None = None,
-        counter: Any = None,
+        counter: CountsTokens | None = None,
         trigger: TriggerConfig = TriggerConfig(),
         keep_last: int = DEFAULT_KEEP_LAST,
         keep_first: int | None = None,
@@ -197,9 +203,9 @@ class CompactionHook:
         self._tool_offered = False
         self._compressor = compressor
         if counter is None:
-            from .tokens import get_counter
+            from .tokens.counter import default_counter
 
-            counter = get_counter()
+            counter = default_counter()
         self.counter = counter
         self.trigger = trigger
         self.keep_last = keep_last
@@ -289,13 +295,18 @@ class CompactionHook:
                 return originals
             return self._compact(originals, parsed, decision.reason, decision.estimated_tokens)
 
-    def compact(self, messages: Sequence[Mapping[str, Any]], *, reason: str = "manual") -> list[Any]:
+    def compact(self, messages: Sequence[Mapping[str, Any]], *, reason: str = "manual",
+                plan: Plan | None = None) -> list[Any]:
         """Compact now, whatever the trigger says (a user's "compact" command, or a model that refused a
-        too-long prompt). Returns ``messages`` unchanged (as a new list) when compaction cannot shrink it."""
+        too-long prompt). Returns ``messages`` unchanged (as a new list) when compaction cannot shrink it.
+
+        ``plan``: what to replace, when the caller has its own boundaries (an adapter whose framework allows cuts
+        only at some messages: ``history.plan_compaction`` with its head and cut). The earlier summary merged is
+        then the one the plan found in ``messages``, not the one this hook returned last."""
         with self._lock:
             originals = _as_list(messages)
             parsed = self._messages.parse(originals)
-            return self._compact(originals, parsed, reason, self.counter.count(parsed))
+            return self._compact(originals, parsed, reason, self.counter.count(parsed), plan)
 
     async def abefore_step(self, messages: Sequence[Mapping[str, Any]]) -> list[Any]:
         """``before_step`` without blocking the event loop: it runs in the hook's own worker thread (one at a
@@ -329,26 +340,26 @@ class CompactionHook:
                 parsed = [*parsed[:h], applied.parsed_message, *parsed[c:]]
         return originals, parsed
 
-    def _plan(self, parsed: list[Message]) -> tuple[int, int, str]:
-        """(head, cut, why nothing can be compressed or ""): the summary replaces ``[head, cut)``."""
-        head = head_end(parsed, self.keep_first, is_summary=is_summary_message)
-        cut = cut_index(parsed, self.keep_last)
-        _, at = find_previous_summary(parsed[:cut], head)
-        region = [i for i in range(head, cut) if i != at]
+    def _plan(self, parsed: list[Message]) -> Plan:
+        return plan_compaction(parsed, self.keep_first, self.keep_last)
+
+    def _why_not(self, parsed: list[Message], plan: Plan) -> str:
+        """Why nothing can be compressed under ``plan``, or ""."""
+        region = plan.region
         if not region:
-            return head, cut, "nothing to compress between the kept head and the recent messages"
+            return "nothing to compress between the kept head and the recent messages"
         # Any summary costs at least the empty one: a region smaller than that can only grow (no model call).
         if self._empty_summary_tokens is None:
             self._empty_summary_tokens = self.counter.count([self._message(CompressedContext(), 0)])
         region_tokens = sum(self.counter.message_counts([parsed[i] for i in region]))
         if region_tokens <= self._empty_summary_tokens:
-            return head, cut, (f"the {len(region)} messages to compress hold {region_tokens} tokens, no more than "
-                               "an empty summary")
-        return head, cut, ""
+            return (f"the {len(region)} messages to compress hold {region_tokens} tokens, no more than an empty "
+                    "summary")
+        return ""
 
-    def _summarise(self, parsed: list[Message], head: int, previous: CompressedContext | None) -> CompressionResult:
-        return self.compressor.compress_detailed(parsed, keep_last=self.keep_last, previous=previous,
-                                                 keep_first=head, summary_tokens=self.summary_tokens)
+    def _summarise(self, parsed: list[Message], plan: Plan, previous: CompressedContext | None) -> CompressionResult:
+        return self.compressor.compress_detailed(parsed, plan=plan, previous=previous,
+                                                 summary_tokens=self.summary_tokens, counter=self.counter)
 
     def _message(self, context: CompressedContext, head: int) -> dict[str, Any]:
         note = "\n".join(x for x in (HEAD_NOTE if head else "", self.note) if x)
@@ -366,30 +377,37 @@ class CompactionHook:
                  extra={"offline_compress": metrics.model_dump()})
         return originals
 
-    def _compact(self, originals: list[Any], parsed: list[Message], reason: str, tokens_before: int) -> list[Any]:
+    def _compact(self, originals: list[Any], parsed: list[Message], reason: str, tokens_before: int,
+                 plan: Plan | None = None) -> list[Any]:
         start = time.perf_counter()
-        job, self._job = self._job, None
-        if job is not None:
-            swapped = self._swap(job, originals, parsed, reason, tokens_before, start)
-            if swapped is not None:
-                return swapped
-        head, cut, why = self._plan(parsed)
+        previous = None  # a caller's plan merges the summary it found in the history
+        if plan is None:
+            job, self._job = self._job, None
+            if job is not None:
+                swapped = self._swap(job, originals, parsed, reason, tokens_before, start)
+                if swapped is not None:
+                    return swapped
+            plan, previous = self._plan(parsed), self.summary
+        why = self._why_not(parsed, plan)
         if why:
             return self._keep(originals, parsed, reason, tokens_before, why, start)
-        result = self._summarise(parsed, head, self.summary)
-        message = self._message(result.context, head)
-        new_history = [*originals[:head], message, *originals[cut:]]
-        tokens_after = self.counter.count(as_messages(new_history))
-        if tokens_after >= tokens_before:
+        replacement = self._replacement(originals, plan, self._summarise(parsed, plan, previous), tokens_before)
+        if replacement.tokens_after >= tokens_before:
             return self._keep(originals, parsed, reason, tokens_before,
-                              f"the compacted history would hold {tokens_after} tokens, not fewer than {tokens_before}",
-                              start)
-        return self._commit(originals, parsed, head, cut, result, message, new_history, reason, tokens_before,
-                            tokens_after, start, background=False)
+                              f"the compacted history would hold {replacement.tokens_after} tokens, not fewer than "
+                              f"{tokens_before}", start)
+        return self._commit(originals, parsed, replacement, reason, start, background=False)
 
-    def _commit(self, originals: list[Any], parsed: list[Message], head: int, cut: int, result: CompressionResult,
-                message: dict[str, Any], new_history: list[Any], reason: str, tokens_before: int, tokens_after: int,
-                start: float, *, background: bool) -> list[Any]:
+    def _replacement(self, originals: list[Any], plan: Plan, result: CompressionResult,
+                     tokens_before: int) -> _Replacement:
+        message = self._message(result.context, plan.head)
+        history = [*originals[:plan.head], message, *originals[plan.cut:]]
+        return _Replacement(plan, result, message, history, tokens_before, self.counter.count(as_messages(history)))
+
+    def _commit(self, originals: list[Any], parsed: list[Message], r: _Replacement, reason: str, start: float, *,
+                background: bool) -> list[Any]:
+        head, cut, result, message, new_history = r.plan.head, r.plan.cut, r.result, r.message, r.history
+        tokens_before, tokens_after = r.tokens_before, r.tokens_after
         # Archive first (committed): if this raises, the caller still has its full history and nothing was replaced.
         compaction = self.archive.record_compaction(
             self.session, originals, head=head, cut=cut, reason=reason, summary_json=result.context.to_json(),
@@ -447,9 +465,9 @@ class CompactionHook:
                 return
             self._job = None
             log.debug("background summary of %d messages dropped: the history no longer starts with its snapshot",
-                      job.cut)
-        head, cut, why = self._plan(parsed)
-        if why:
+                      job.plan.cut)
+        plan = self._plan(parsed)
+        if self._why_not(parsed, plan):
             return
         with self._open_lock:
             if self._summary_worker is None:
@@ -457,16 +475,16 @@ class CompactionHook:
                     1, thread_name_prefix=f"offline-compress-summary-{self.session[:8]}")
             worker = self._summary_worker
         snapshot = list(parsed)
-        future = worker.submit(self._summarise, snapshot, head, self.summary)
-        self._job = _Job(snapshot[:cut], head, cut, self.summary, future, tokens)
+        future = worker.submit(self._summarise, snapshot, plan, self.summary)
+        self._job = _Job(snapshot[:plan.cut], plan, self.summary, future, tokens)
         log.debug("background summary started at %d tokens (soft threshold %.0f): messages [%d, %d) of %d", tokens,
-                  self.soft_fraction * self.model_max_tokens, head, cut, len(parsed))  # type: ignore[operator]
+                  self.soft_fraction * self.model_max_tokens, plan.head, plan.cut, len(parsed))  # type: ignore[operator]
 
     def _swap(self, job: _Job, originals: list[Any], parsed: list[Message], reason: str, tokens_before: int,
               start: float) -> list[Any] | None:
         """The history with the background summary in place of the snapshot's ``[head, cut)`` and everything
         after it kept verbatim; None (compact as usual) when that would not be exact or not enough."""
-        head, cut = job.head, job.cut
+        head, cut = job.plan.head, job.plan.cut
         problem = ""
         if job.previous is not self.summary:
             problem = "a compaction happened since its snapshot"
@@ -482,15 +500,12 @@ class CompactionHook:
         except Exception as err:  # the synchronous compaction that follows will say it again if it persists
             log.warning("background summary failed (%s: %s); compacting now", type(err).__name__, err)
             return None
-        message = self._message(result.context, head)
-        new_history = [*originals[:head], message, *originals[cut:]]
-        tokens_after = self.counter.count(as_messages(new_history))
-        if tokens_after >= tokens_before or tokens_after > self.trigger.token_fraction * self.model_max_tokens:
+        r = self._replacement(originals, job.plan, result, tokens_before)
+        if r.tokens_after >= tokens_before or r.tokens_after > self.trigger.token_fraction * self.model_max_tokens:
             log.debug("background summary dropped: the swapped history would hold %d tokens (%d before), too many "
-                      "messages arrived since its snapshot at %d tokens", tokens_after, tokens_before, job.tokens)
+                      "messages arrived since its snapshot at %d tokens", r.tokens_after, tokens_before, job.tokens)
             return None
-        return self._commit(originals, parsed, head, cut, result, message, new_history, reason, tokens_before,
-                            tokens_after, start, background=True)
+        return self._commit(originals, parsed, r, reason, start, background=True)
 
 
 def _starts_with(messages: Sequence[Message], prefix: Sequence[Message]) -> bool:

@@ -10,7 +10,7 @@ generation (after the prompt's logits are ready) is timed.
   (a)  unconstrained: llm.eval(one token) + numpy argmax on llama.cpp's logits view, N tokens
   (a2) unconstrained through llama.cpp's own sampler chain (penalties 1.3 + greedy), N tokens
   (b)  LlamaCppBackend.generate, decoder='outlines': Outlines Generator, llguidance backend (one decode per token)
-  (c)  LlamaCppBackend.generate, decoder='forced': offline_compress/fastdecode.py (forced runs batched, lazy masks)
+  (c)  LlamaCppBackend.generate, decoder='forced': offline_compress/engine/forced.py (forced runs batched, lazy masks)
   (c_eager)  the same loop computing every mask (overlapped with the decode in a worker thread)
   (c_1by1)   the same loop evaluating forced tokens one decode each, as (b) does: must give (b)'s text
 
@@ -41,14 +41,14 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from offline_compress.backends.llamacpp import LlamaCppBackend  # noqa: E402
+from offline_compress.engine.llamacpp import LlamaCppBackend  # noqa: E402
 from offline_compress.compressor import DEFAULT_MAX_TOKENS  # noqa: E402
-from offline_compress.cut import cut_index  # noqa: E402
-from offline_compress.draft import Draft, draft_json_schema  # noqa: E402
+from offline_compress.history.cut import cut_index  # noqa: E402
+from offline_compress.summary.draft import Draft, draft_json_schema  # noqa: E402
 from offline_compress.extract.facts import extract_facts  # noqa: E402
 from offline_compress.formats import load_history  # noqa: E402
 from offline_compress.model_files import resolve_model  # noqa: E402
-from offline_compress.prompt import closing, digest, fixed_prefix  # noqa: E402
+from offline_compress.summary.prompt import closing, digest, fixed_prefix  # noqa: E402
 
 REPEAT_PENALTY = 1.3
 PROMPT_BUDGET = 1536

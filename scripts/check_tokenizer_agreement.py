@@ -118,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--show", type=int, default=5, help="mismatches to print")
     args = ap.parse_args(argv)
 
-    from offline_compress.gguf_tokenizer import load_target_tokenizer
+    from offline_compress.tokens.gguf import load_target_tokenizer
     from offline_compress.model_files import resolve_model
 
     missing = [str(p) for p in args.paths if not p.exists()]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU measurements on a lent device machine (one NVIDIA H200, Python 3.12, CUDA 13, no network there):
-# `offline-compress bench --gpu-only` = compression latency with every layer offloaded (n_gpu_layers=-1) on the
+# `python -m evaluation bench --gpu-only` = compression latency with every layer offloaded (n_gpu_layers=-1) on the
 # 14 mini-swe-agent trajectories of ../shared, and the server backend against llama-cpp-python's own server started
 # with --n_gpu_layers -1. llama-cpp-python is built there with CUDA from a carried, trimmed sdist.
 #

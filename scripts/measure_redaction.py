@@ -4,7 +4,7 @@
     scripts/measure_redaction.py [PATHS ...] [--json OUT] [--reps 3] [--timing-only] [--compare-with REF]
 
 Loads every history under PATHS (default ``../shared/trajectories``) with the project's importers, runs
-``offline_compress.redact.find_secrets`` over every message text and every tool call's arguments, and prints
+``offline_compress.secrets.redact.find_secrets`` over every message text and every tool call's arguments, and prints
 each find (kind, file, message, the matched text with a little context) and the time per pass (median of
 ``--reps``, CPU seconds of this process) over all texts and over the mini-swe-agent runs alone. With
 ``--compare-with REF`` the ``redact.py`` of git revision REF (a self-contained module before detect-secrets
@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 from offline_compress.errors import InputError  # noqa: E402
 from offline_compress.formats import load_history_with_format  # noqa: E402
-from offline_compress.redact import find_secrets  # noqa: E402
+from offline_compress.secrets.redact import find_secrets  # noqa: E402
 
 SKIP_NAMES = ("LICENSE", "README", "ATTRIBUTION", "results_summary")
 
@@ -59,11 +59,11 @@ Finder = Callable[[str], object]
 
 
 def old_finder(ref: str) -> Finder:
-    """``find_secrets`` of ``offline_compress/redact.py`` at git revision ``ref``."""
-    source = subprocess.run(["git", "show", f"{ref}:offline_compress/redact.py"], cwd=REPO, check=True,
+    """``find_secrets`` of ``offline_compress/secrets/redact.py`` at git revision ``ref``."""
+    source = subprocess.run(["git", "show", f"{ref}:offline_compress/secrets/redact.py"], cwd=REPO, check=True,
                             capture_output=True, text=True).stdout
     module = types.ModuleType(f"redact_at_{ref}")
-    exec(compile(source, f"{ref}:offline_compress/redact.py", "exec"), module.__dict__)
+    exec(compile(source, f"{ref}:offline_compress/secrets/redact.py", "exec"), module.__dict__)
     return module.find_secrets
 
 

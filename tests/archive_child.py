@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from offline_compress import archive as archive_module  # noqa: E402
-from offline_compress.archive import Archive  # noqa: E402
+from offline_compress.archive import store as archive_module  # noqa: E402
+from offline_compress.archive.store import Archive  # noqa: E402
 from offline_compress.cli import write_atomic  # noqa: E402
 
 MESSAGES_PER_WRITE = 20

@@ -46,7 +46,7 @@ def llama_vocab(model_path: Path) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def target_tokenizer(model_path: Path) -> Any:
-    from offline_compress.gguf_tokenizer import load_target_tokenizer
+    from offline_compress.tokens.gguf import load_target_tokenizer
 
     return load_target_tokenizer(model_path)
 

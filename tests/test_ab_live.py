@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from offline_compress.evaluation.ab_live import ABConfig, RunRecord, format_table, run_ab, summarize
-from offline_compress.evaluation.llama_server import free_port
-from offline_compress.evaluation.agent_loop import (
+from evaluation.ab_live import ABConfig, RunRecord, format_table, run_ab, summarize
+from evaluation.llama_server import free_port
+from evaluation.agent_loop import (
     AgentSettings,
     ChatClient,
     ModelEndpointError,
@@ -203,7 +203,7 @@ def test_text_blocks_are_ignored_in_the_tools_protocol(tmp_path: Path) -> None:
 def test_missing_usage_is_counted_with_the_target_tokenizer(tmp_path: Path) -> None:
     with ScriptedEndpoint(lambda i, _: bash_block("submit"), usage=False) as endpoint:
         run = run_agent("Say nothing, submit.", tmp_path, AgentSettings(model_url=endpoint.url), timeout_s=30)
-    from offline_compress.tokens import get_counter
+    from offline_compress.tokens.counter import get_counter
 
     sent = endpoint.requests[0]["messages"]
     assert run.token_source == "counted"
@@ -274,7 +274,7 @@ def test_the_hook_arm_compacts_and_sends_fewer_tokens() -> None:
     assert rows["hook"].total_input_tokens + rows["no_hook"].total_input_tokens == sum(endpoint.reported_prompt_tokens)
     assert rows["hook"].total_input_tokens < rows["no_hook"].total_input_tokens
     assert any(carries_summary(r) for r in endpoint.requests)
-    from offline_compress.recall import RECALL_TOOL_NAME
+    from offline_compress.archive.recall import RECALL_TOOL_NAME
 
     assert RECALL_TOOL_NAME not in json.dumps(endpoint.requests)  # no pointer to a tool the agent does not have
     s = report.summary
@@ -368,7 +368,7 @@ def test_cli_writes_json_and_prints_the_table(tmp_path: Path) -> None:
     out = tmp_path / "ab.json"
     with ScriptedEndpoint(solve_with_patch("slugify-dashes")) as endpoint:
         done = subprocess.run(
-            [sys.executable, "-m", "offline_compress.cli", "ab", str(TASKS_FILE), "--model-url", endpoint.url,
+            [sys.executable, "-m", "evaluation", "ab", str(TASKS_FILE), "--model-url", endpoint.url,
              "--only", "slugify-dashes", "--no-model", "--json", str(out)],
             capture_output=True, text=True, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}, timeout=300,
         )
@@ -382,12 +382,12 @@ def test_cli_writes_json_and_prints_the_table(tmp_path: Path) -> None:
 
 def test_cli_bad_input_is_one_line(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "offline_compress.cli", "ab", str(tmp_path / "none.jsonl"), "--model-url", "http://127.0.0.1:9/v1"],
+        [sys.executable, "-m", "evaluation", "ab", str(tmp_path / "none.jsonl"), "--model-url", "http://127.0.0.1:9/v1"],
         capture_output=True, text=True, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}, timeout=120,
     )
     assert done.returncode == 2 and done.stderr.strip().count("\n") == 0 and "no such file" in done.stderr
     done = subprocess.run(
-        [sys.executable, "-m", "offline_compress.cli", "ab", str(TASKS_FILE), "--model-url", "http://127.0.0.1:9/v1",
+        [sys.executable, "-m", "evaluation", "ab", str(TASKS_FILE), "--model-url", "http://127.0.0.1:9/v1",
          "--only", "no-such-task"],
         capture_output=True, text=True, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}, timeout=120,
     )
@@ -510,7 +510,7 @@ def test_mini_swe_agent_model_makes_no_connection_beyond_localhost(tmp_path: Pat
 @pytest.fixture()
 def llama_server(tmp_path: Path) -> Iterator[str]:
     pytest.importorskip("llama_cpp.server", reason="needs the 'server' extra of llama-cpp-python")
-    from offline_compress.evaluation.llama_server import serve
+    from evaluation.llama_server import serve
     from offline_compress.model_files import resolve_model
 
     with serve(resolve_model(), tmp_path / "server.log", n_ctx=4096, start_timeout=120) as url:
@@ -527,7 +527,7 @@ def test_end_to_end_against_llama_cpp_server(llama_server: str, tmp_path: Path) 
     arms, records every field, counts tokens from the server's ``usage``, and does not crash."""
     out = tmp_path / "ab.json"
     done = subprocess.run(
-        [sys.executable, "-m", "offline_compress.cli", "ab", str(TASKS_FILE), "--model-url", llama_server,
+        [sys.executable, "-m", "evaluation", "ab", str(TASKS_FILE), "--model-url", llama_server,
          "--only", "slugify-dashes", "--max-steps", "6", "--max-reply-tokens", "48", "--context", "1024",
          "--no-model", "--late-system", "user", "--json", str(out)],
         capture_output=True, text=True, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}, timeout=600,
@@ -548,7 +548,7 @@ def test_end_to_end_against_llama_cpp_server(llama_server: str, tmp_path: Path) 
 
 
 def test_the_hook_is_extractive_unless_a_hook_model_is_given(tmp_path, model_path):
-    from offline_compress.evaluation.ab_live import _Harness
+    from evaluation.ab_live import _Harness
 
     def harness(**kwargs: Any) -> Any:
         return _Harness(ABConfig(tasks_path=str(TASKS_FILE), model_url="http://127.0.0.1:1/v1", **kwargs), "m")

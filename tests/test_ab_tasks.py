@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from offline_compress.errors import InputError
-from offline_compress.evaluation.stats import discordant, mcnemar_exact
-from offline_compress.evaluation.tasks import (
+from evaluation.stats import discordant, mcnemar_exact
+from evaluation.tasks import (
     TaskSetupError,
     load_tasks,
     read_task_entries,

@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 
 from offline_compress import CompactionHook, Compressor
-from offline_compress.archive import Archive
-from offline_compress.compressor import SUMMARY_PREFIX
-from offline_compress.cut import cut_index
-from offline_compress.evaluation import load
+from offline_compress.archive.store import Archive
+from offline_compress.summary.message import SUMMARY_PREFIX
+from offline_compress.history.cut import cut_index
+from evaluation import load
 from offline_compress.formats import load_history
-from offline_compress.messages import as_messages
-from offline_compress.schema import CompressedContext
-from offline_compress.tokens import TokenCounter, get_counter
+from offline_compress.history.messages import as_messages
+from offline_compress.summary.schema import CompressedContext
+from offline_compress.tokens.counter import TokenCounter, get_counter
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 WINDOW = 12_000  # requests-2317 passes 50% (the soft threshold) 4 steps before 60% (the trigger)

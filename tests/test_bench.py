@@ -2,7 +2,7 @@
 
 import pytest
 
-from offline_compress.evaluation.bench import _decode_script, rate_ceiling, read_bandwidth_gb_s
+from evaluation.bench import _decode_script, rate_ceiling, read_bandwidth_gb_s
 
 
 def test_outside_decode_overhead_separates_the_constraint_from_the_decodes():
@@ -37,7 +37,7 @@ def test_rotating_order_and_rate_ceiling():
 
 
 def test_sections_are_chosen_by_name_in_the_bench_order():
-    from offline_compress.evaluation.bench import GPU_SECTIONS, SECTIONS, parse_sections
+    from evaluation.bench import GPU_SECTIONS, SECTIONS, parse_sections
 
     assert parse_sections(None, False) == list(SECTIONS)
     assert parse_sections("server, trigger", False) == ["trigger", "server"]  # the bench's order, not the caller's

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from offline_compress.chat_template import render_official_gemma3
+from offline_compress.tokens.chat_template import render_official_gemma3
 from offline_compress.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -94,7 +94,7 @@ def test_bench_quick_writes_json_markdown_and_chart(tmp_path, model_path):
     written. It asserts what was measured and written, never how fast."""
     out = tmp_path / "bench"
     result = subprocess.run(
-        [sys.executable, "-m", "offline_compress.cli", "bench", "--quick", "--out", str(out), "--model", str(model_path),
+        [sys.executable, "-m", "evaluation", "bench", "--quick", "--out", str(out), "--model", str(model_path),
          "--no-gpu", str(Path(__file__).parent / "fixtures" / "mini-swe-agent" / "github_issue.traj.json")],
         capture_output=True, text=True, timeout=900,
     )

@@ -207,8 +207,15 @@ def test_sed_backup_suffix_leaves_a_new_file_behind():
 
 
 def test_a_shell_block_in_a_plain_chat_is_a_suggestion_not_an_action():
+    # A chat (3+ replies, fewer than half with a shell block): the block is a suggestion, the reply the user's.
+    # (In a history of fewer than 3 replies a reply to a shell block is taken for its output, the safe side against
+    # injection: ``history.conventions``, the definition the compressor uses too.)
     history = [
         {"role": "user", "content": "How do I reset my test? Do not modify the tests."},
+        {"role": "assistant", "content": "Which test do you mean?"},
+        {"role": "user", "content": "The one in tests/test_x.py."},
+        {"role": "assistant", "content": "Then it is a plain file."},
+        {"role": "user", "content": "So how do I reset it?"},
         {"role": "assistant", "content": "You could run:\n```bash\nrm tests/test_x.py\n```"},
         {"role": "user", "content": "No, do not install anything either."},
     ]

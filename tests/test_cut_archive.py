@@ -3,9 +3,9 @@
 import json
 import sqlite3
 
-from offline_compress.archive import Archive
-from offline_compress.cut import cut_index
-from offline_compress.messages import as_messages
+from offline_compress.archive.store import Archive
+from offline_compress.history.cut import cut_index
+from offline_compress.history.messages import as_messages
 
 
 def call(i):

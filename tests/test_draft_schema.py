@@ -5,8 +5,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from offline_compress.draft import Draft, draft_json_schema, worst_case_tokens
-from offline_compress.schema import CompressedContext, compressed_context_json_schema
+from offline_compress.summary.draft import Draft, draft_json_schema, worst_case_tokens
+from offline_compress.summary.schema import CompressedContext, compressed_context_json_schema
 
 
 def _all_objects(node):

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from offline_compress import CompactionHook, CompressedContext, compress_context
-from offline_compress.compressor import SUMMARY_PREFIX
+from offline_compress.summary.message import SUMMARY_PREFIX
 from offline_compress.errors import EmptyHistoryError
 from offline_compress.formats import load_history
-from offline_compress.prompt import closing
+from offline_compress.summary.prompt import closing
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TRAJECTORIES = sorted(

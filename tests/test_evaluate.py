@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from offline_compress import schema as S
-from offline_compress.backends import Generation
-from offline_compress.cli import main as cli_main
+from offline_compress.summary import schema as S
+from offline_compress.engine import Generation
+from evaluation.__main__ import main as cli_main
 from offline_compress.compressor import Compressor
-from offline_compress.evaluation import reference, scoring
-from offline_compress.evaluation import summary_eval as E
-from offline_compress.evaluation.canaries import FRAGMENT, leaks, plant
-from offline_compress.evaluation.grounding import SourceText
-from offline_compress.messages import Message, parse_messages
+from evaluation import reference, scoring
+from evaluation import summary_eval as E
+from evaluation.canaries import FRAGMENT, leaks, plant
+from evaluation.grounding import SourceText
+from offline_compress.history.messages import Message, parse_messages
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GITHUB_ISSUE = FIXTURES / "mini-swe-agent" / "github_issue.traj.json"
@@ -188,7 +188,7 @@ def test_ungrounded_model_items_are_counted_code_items_and_recent_lines_are_not(
 
 
 def test_the_grounding_check_is_stricter_than_the_compressors_filter() -> None:
-    from offline_compress.ground import SourceIndex
+    from offline_compress.summary.ground import SourceIndex
 
     texts = ["The parser in src/parse.py drops the last token (see issue 12).", "def parser_loop(): raise ValueError('bad input')"]
     source = SourceText(texts)
@@ -239,7 +239,7 @@ def test_canaries_are_planted_in_a_copy_at_fixed_places_of_every_kind() -> None:
 
 
 def test_a_canary_fragment_in_the_summary_is_a_leak_whatever_the_detectors_say() -> None:
-    from offline_compress.redact import find_secrets
+    from offline_compress.secrets.redact import find_secrets
 
     _, canaries = plant(MINI, "mini")
     token = next(c for c in canaries if c.kind == "deploy_token")

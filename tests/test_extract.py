@@ -21,7 +21,7 @@ from offline_compress.extract import (
     is_tool_output,
     parse_shell,
 )
-from offline_compress.messages import Message, parse_messages
+from offline_compress.history.messages import Message, parse_messages
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MINI = sorted((FIXTURES / "mini-swe-agent").glob("*.traj.json"))

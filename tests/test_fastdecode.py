@@ -8,17 +8,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from offline_compress.cut import cut_index
-from offline_compress.draft import Draft
+from offline_compress.history.cut import cut_index
+from offline_compress.summary.draft import Draft
 from offline_compress.extract.facts import extract_facts
-from offline_compress.fastdecode import (
+from offline_compress.engine.forced import (
     _masked_argmax_numpy,
     _penalised_argmax_numpy,
     masked_argmax,
     penalised_argmax,
 )
 from offline_compress.formats import load_history
-from offline_compress.prompt import closing, digest
+from offline_compress.summary.prompt import closing, digest
 
 FIXTURE = Path(__file__).parent / "fixtures" / "mini-swe-agent" / "github_issue.traj.json"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from offline_compress.final_redaction import redact_summary
-from offline_compress.schema import (
+from offline_compress.secrets.summary import redact_summary
+from offline_compress.summary.schema import (
     MAX_TOOL_CHARS,
     CompressedContext,
     Decision,

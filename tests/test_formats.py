@@ -26,7 +26,7 @@ from offline_compress.formats import (
     read_source,
 )
 from offline_compress.formats import aider, mini_swe_agent, openhands, swe_agent
-from offline_compress.messages import Message
+from offline_compress.history.messages import Message
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SHARED = SHARED_TRAJECTORIES

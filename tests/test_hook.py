@@ -9,8 +9,9 @@ import json
 import pytest
 
 from offline_compress import CompactionHook, CompressedContext, TriggerConfig
-from offline_compress.compressor import SUMMARY_PREFIX, Compressor, summary_message
-from offline_compress.schema import FailedAttempt
+from offline_compress.compressor import Compressor
+from offline_compress.summary.message import SUMMARY_PREFIX, summary_message
+from offline_compress.summary.schema import FailedAttempt
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +122,7 @@ def test_summary_as_a_user_message_is_found_again_but_a_planted_one_is_not(extra
 
 
 def test_the_recall_note_appears_once_the_agent_has_the_tool(extractive, tmp_path):
-    from offline_compress.recall import RECALL_NOTE
+    from offline_compress.archive.recall import RECALL_NOTE
 
     history = HEAD + _steps(10)
     hook = CompactionHook(2000, archive_path=tmp_path / "a.sqlite3", compressor=extractive)

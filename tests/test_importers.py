@@ -19,7 +19,7 @@ from offline_compress.cli import main
 from offline_compress.errors import InputError
 from offline_compress.formats import load_history, load_history_with_format, parse_history_with_format, read_source
 from offline_compress.formats.openhands_eval import InstanceChoiceError, instances
-from offline_compress.messages import Message, MessageCache, as_messages, parse_message
+from offline_compress.history.messages import Message, MessageCache, as_messages, parse_message
 
 EVAL = FIXTURES / "openhands" / "eval_output.jsonl"
 FLASK, TOY = "pallets__flask-4045", "toy__utils-7"

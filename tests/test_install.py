@@ -25,7 +25,7 @@ import pytest
 from conftest import FIXTURES, REPO
 
 from offline_compress.model_files import manifest_entries
-from offline_compress.schema import CompressedContext
+from offline_compress.summary.schema import CompressedContext
 
 HISTORY = FIXTURES / "mini-swe-agent" / "github_issue.traj.json"
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from offline_compress import CompressedContext, Compressor
-from offline_compress.compressor import SUMMARY_PREFIX, parse_summary_message
-from offline_compress.messages import Message
-from offline_compress.tokens import get_counter
+from offline_compress.summary.message import SUMMARY_PREFIX, parse_summary_message
+from offline_compress.history.messages import Message
+from offline_compress.tokens.counter import get_counter
 
 try:
     from offline_compress.integrations import langchain as lc_adapter

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from offline_compress.backends import Backend
-from offline_compress.draft import Draft
+from offline_compress.engine import Backend
+from offline_compress.summary.draft import Draft
 from offline_compress.formats import load_history
 
 FIXTURE = Path(__file__).parent / "fixtures" / "mini-swe-agent" / "github_issue.traj.json"

@@ -6,7 +6,7 @@ import pytest
 
 from offline_compress.errors import InputError
 from offline_compress.formats import load_history, parse_history
-from offline_compress.messages import as_messages, parse_messages
+from offline_compress.history.messages import as_messages, parse_messages
 
 
 def test_parts_and_unknown_keys():
@@ -67,7 +67,7 @@ def test_validation_never_touches_the_callers_dicts():
 
 
 def test_message_cache_revalidates_only_what_changed():
-    from offline_compress.messages import MessageCache
+    from offline_compress.history.messages import MessageCache
 
     cache = MessageCache()
     history = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]

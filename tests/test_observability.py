@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from offline_compress import CompactionHook, CompressedContext, Compressor
-from offline_compress.compressor import SUMMARY_PREFIX, parse_summary_message, summary_message
+from offline_compress.summary.message import SUMMARY_PREFIX, parse_summary_message, summary_message
 from offline_compress.formats import load_history
-from offline_compress.messages import Message
-from offline_compress.render import MARKDOWN_END, MARKDOWN_TITLE, MarkdownSummaryError, from_markdown, to_markdown
-from offline_compress.schema import Decision, FailedAttempt, Step, TaskState, ToolCallSummary
-from offline_compress.tokens import get_counter
+from offline_compress.history.messages import Message
+from offline_compress.summary.render import MARKDOWN_END, MARKDOWN_TITLE, MarkdownSummaryError, from_markdown, to_markdown
+from offline_compress.summary.schema import Decision, FailedAttempt, Step, TaskState, ToolCallSummary
+from offline_compress.tokens.counter import get_counter
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 GITHUB_ISSUE = FIXTURES / "mini-swe-agent" / "github_issue.traj.json"

@@ -3,11 +3,11 @@ what a line adds is judged by the names it brings that nothing taken (or kept ve
 
 from __future__ import annotations
 
-from offline_compress import schema as S
-from offline_compress.pack import ELLIPSIS, Material, names, pack
-from offline_compress.tokens import get_counter
+from offline_compress.summary import schema as S
+from offline_compress.summary.pack import ELLIPSIS, Material, names, pack
+from offline_compress.tokens.counter import get_counter
 
-count = get_counter().count_text
+count = get_counter()
 
 
 def _script(lines: int) -> str:
@@ -30,7 +30,7 @@ def test_the_budget_holds_and_newer_steps_win_ties():
                             [f"lib/mod_{i}.py:3: def helper_{i}():"], "success") for i in range(100, 140)]
     steps = pack(material, 400, count)
     doc = S.CompressedContext(work_log=steps)
-    assert count(doc.to_json()) <= 400 + 40  # per-piece costs; the caller (merge.fit) checks the exact total
+    assert count.count_text(doc.to_json()) <= 400 + 40  # per-piece costs; the caller (merge.fit) checks the exact total
     kept = [i for i in range(100, 140) if any(f"helper_{i}" in (s.said + " ".join(s.saw)) for s in steps)]
     assert kept and kept == list(range(140 - len(kept), 140))  # equal pieces: the newest steps
 

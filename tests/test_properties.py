@@ -24,8 +24,8 @@ from offline_compress.cli import main
 from offline_compress.compressor import Compressor
 from offline_compress.errors import OfflineCompressError
 from offline_compress.hook import CompactionHook
-from offline_compress.schema import CompressedContext
-from offline_compress.trigger import evaluate_compression
+from offline_compress.summary.schema import CompressedContext
+from offline_compress.history.trigger import evaluate_compression
 
 ERROR_PREFIX = "offline-compress: error:"
 SUMMARY_MARK = "[CONTEXT_SUMMARY]"

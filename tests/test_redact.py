@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from offline_compress.messages import Message
-from offline_compress.redact import find_secrets, redact, redact_message, redact_messages
+from offline_compress.history.messages import Message
+from offline_compress.secrets.redact import find_secrets, redact, redact_message, redact_messages
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -233,7 +233,7 @@ def _plugin_samples() -> dict[str, str]:
 def test_every_detect_secrets_vendor_plugin_is_used() -> None:
     """Each vendor plugin of detect-secrets finds its sample by itself, and find_secrets (which narrows every
     plugin to the lines holding its literal parts) redacts what the plugin found: the narrowing loses nothing."""
-    from offline_compress.secret_scan import _SKIPPED, _plugins
+    from offline_compress.secrets.detectors import _SKIPPED, _plugins
 
     samples = _plugin_samples()
     used = {stype for stype, plugin in _plugins().items() if stype not in _SKIPPED and hasattr(plugin, "denylist")}
@@ -277,7 +277,7 @@ def test_a_secret_is_redacted_before_a_cut() -> None:
 
 def test_prompt_notes_redact_before_cutting() -> None:
     """The digest cuts an assistant note at 400 characters; a key straddling the cut must not leave a piece."""
-    from offline_compress.prompt import assistant_notes
+    from offline_compress.summary.prompt import assistant_notes
 
     note = "x" * 385 + " " + OPENAI
     notes = assistant_notes([Message(role="assistant", content=note)])

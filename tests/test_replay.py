@@ -9,27 +9,25 @@ from pathlib import Path
 
 import pytest
 
-from offline_compress.evaluation import probes as P
-from offline_compress.evaluation.strategies import MASK_PLACEHOLDER, HookReplay, mask, truncate
-from offline_compress.messages import as_messages
+from evaluation import probes as P
+from evaluation.strategies import MASK_PLACEHOLDER, HookReplay, mask, truncate
+from offline_compress.history.messages import as_messages
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parent.parent
 
-LIBRARY_UNDER_TEST = ("offline_compress.extract", "offline_compress.cut", "offline_compress.ground",
-                      "offline_compress.redact", "offline_compress.compressor", "offline_compress.merge",
-                      "offline_compress.pack")
+LIBRARY_UNDER_TEST = ("offline_compress.extract", "offline_compress.history.cut", "offline_compress.history.plan",
+                      "offline_compress.history.conventions", "offline_compress.summary.ground",
+                      "offline_compress.secrets.redact", "offline_compress.compressor", "offline_compress.summary.merge",
+                      "offline_compress.summary.pack")
 
 
 def test_probe_scoring_does_not_import_the_code_it_scores():
-    code = ("import sys, offline_compress.evaluation.probes; "
-            "print([m for m in sys.modules if m.startswith(('offline_compress.extract', 'offline_compress.cut', "
-            "'offline_compress.ground', 'offline_compress.redact', 'offline_compress.compressor', "
-            "'offline_compress.merge', 'offline_compress.pack'))])")
+    code = f"import sys, evaluation.probes; print([m for m in sys.modules if m.startswith({LIBRARY_UNDER_TEST!r})])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert out.stdout.strip() == "[]", out.stdout
     # and not lazily either: no import statement of those modules anywhere in the file
-    source = (REPO / "offline_compress" / "evaluation" / "probes.py").read_text()
+    source = (REPO / "evaluation" / "probes.py").read_text()
     for name in LIBRARY_UNDER_TEST:
         short = name.rsplit(".", 1)[1]
         assert f"import {short}" not in source and f".{short} import" not in source, name
@@ -112,7 +110,7 @@ def test_mask_and_truncate():
 
 def test_hook_replay_forces_the_same_points_for_another_compressor(tmp_path):
     from offline_compress.compressor import Compressor
-    from offline_compress.tokens import get_counter
+    from offline_compress.tokens.counter import get_counter
 
     padding = "\n".join(f"src/http/other_{k}.py: unrelated line {k}" for k in range(60))
     m = as_messages([x.model_copy(update={"content": x.text.replace("</output>", padding + "\n</output>")})
@@ -131,7 +129,7 @@ def test_ab_replay_cli_writes_table_json_and_chart(tmp_path):
     bad.write_text("[{\"role\": \"nobody\"}]")
     out, chart = tmp_path / "r.json", tmp_path / "r.png"
     proc = subprocess.run(
-        [sys.executable, "-m", "offline_compress.cli", "ab-replay", str(FIXTURES / "mini-swe-agent"), str(bad),
+        [sys.executable, "-m", "evaluation", "ab-replay", str(FIXTURES / "mini-swe-agent"), str(bad),
          "--context", "4096,8192", "--strategies", "full,truncate,mask,extract", "--points-from", "extract",
          "--json", str(out), "--chart", str(chart)],
         capture_output=True, text=True, cwd=REPO, timeout=300)
@@ -151,8 +149,8 @@ def test_ab_replay_cli_writes_table_json_and_chart(tmp_path):
 
 
 def test_paired_comparison_counts_trajectories_and_bounds_the_difference():
-    from offline_compress.evaluation.replay import paired
-    from offline_compress.evaluation.stats import bootstrap_recall_difference
+    from evaluation.replay import paired
+    from evaluation.stats import bootstrap_recall_difference
 
     def traj(name, probes, ours, theirs):
         scores = {"extract": {"artifacts": probes, "artifacts_kept": ours},
@@ -172,7 +170,7 @@ def test_paired_comparison_counts_trajectories_and_bounds_the_difference():
 
 
 def test_seed_schema_has_no_bounds_and_a_long_prefix_is_a_counted_failure(model_path, tmp_path):
-    from offline_compress.evaluation.seed import SeedCache, SeedCompressor, seed_schema
+    from evaluation.seed import SeedCache, SeedCompressor, seed_schema
     from offline_compress.formats import load_history
 
     assert "maxLength" not in json.dumps(seed_schema()) and "maxItems" not in json.dumps(seed_schema())
@@ -185,7 +183,7 @@ def test_seed_schema_has_no_bounds_and_a_long_prefix_is_a_counted_failure(model_
 
 
 def test_split_is_fixed_and_balanced():
-    from offline_compress.evaluation.replay import split_of
+    from evaluation.replay import split_of
 
     names = [f"repo__repo-{i}" for i in range(200)]
     design = sum(split_of(n) == "design" for n in names)

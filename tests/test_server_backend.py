@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from offline_compress.backends import Backend, Generation
-from offline_compress.backends.openai_server import (
+from offline_compress.engine import Backend, Generation
+from offline_compress.engine.openai_server import (
     OpenAIServerBackend,
     bounded_schema,
     gbnf_grammar,
@@ -29,9 +29,9 @@ from offline_compress.backends.openai_server import (
 )
 from offline_compress.cli import main as cli_main
 from offline_compress.compressor import Compressor
-from offline_compress.draft import Draft, draft_json_schema
+from offline_compress.summary.draft import Draft, draft_json_schema
 from offline_compress.errors import BackendError
-from offline_compress.evaluation.llama_server import free_port, serve
+from evaluation.llama_server import free_port, serve
 from offline_compress.formats import load_history
 
 FIXTURE = Path(__file__).parent / "fixtures" / "mini-swe-agent" / "github_issue.traj.json"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from offline_compress import threads as T
+from offline_compress.engine import threads as T
 
 STAT_A = """cpu  300 0 100 1000 10 0 0 0 0 0
 cpu0 100 0 50 500 5 0 0 0 0 0

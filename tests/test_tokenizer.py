@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from tokenizers import Tokenizer
 
-from offline_compress import gguf_tokenizer
+from offline_compress.tokens import gguf as gguf_tokenizer
 from offline_compress.errors import TokenizerError
-from offline_compress.gguf_tokenizer import load_target_tokenizer, tokenizer_from_gguf, write_tokenizer_json
+from offline_compress.tokens.gguf import load_target_tokenizer, tokenizer_from_gguf, write_tokenizer_json
 from offline_compress.model_files import tokenizer_path_for
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conftest import fixture_files, history_of
 
-from offline_compress.chat_template import (
+from offline_compress.tokens.chat_template import (
     GEMMA3_CHAT_TEMPLATE,
     Gemma3Template,
     HFChatTemplate,
@@ -19,9 +19,9 @@ from offline_compress.chat_template import (
     resolve_template,
 )
 from offline_compress.errors import InputError, TokenizerError
-from offline_compress.messages import as_messages
+from offline_compress.history.messages import as_messages
 from offline_compress.model_files import tokenizer_path_for
-from offline_compress.tokens import TokenCounter, count_tokens
+from offline_compress.tokens.counter import TokenCounter, count_tokens
 
 GEMMA = Gemma3Template()
 FILES = [p for p in fixture_files() if p.parent.name in ("aider", "mini-swe-agent", "openhands", "swe-agent")]
@@ -232,8 +232,8 @@ def test_hugging_face_folder_template(tmp_path, model_path, fixture_histories, t
 
 
 def test_prefix_memo_counts_only_new_messages_and_stays_exact(target_tokenizer):
-    from offline_compress.messages import as_messages
-    from offline_compress.tokens import TokenCounter
+    from offline_compress.history.messages import as_messages
+    from offline_compress.tokens.counter import TokenCounter
 
     counter = TokenCounter(target_tokenizer)
     fresh = TokenCounter(target_tokenizer)

@@ -2,8 +2,8 @@
 
 import pytest
 
-from offline_compress.messages import as_messages
-from offline_compress.trigger import TriggerConfig, decide, evaluate_compression, last_tool_name
+from offline_compress.history.messages import as_messages
+from offline_compress.history.trigger import TriggerConfig, decide, evaluate_compression, last_tool_name
 
 
 class FixedCounter:

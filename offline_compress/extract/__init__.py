@@ -28,7 +28,7 @@ from .constraints import (
     Constraint,
     extract_constraints,
 )
-from .conventions import bash_blocks, is_tool_output
+from ..history.conventions import bash_blocks, is_tool_output
 from .decisions import ExtractedDecision, extract_decisions
 from .events import ToolEvent, extract_tool_events
 from .facts import Facts, FailedCommand, extract_facts

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from ..messages import Message
-from .conventions import as_message_list, first_user_index, is_tool_output
+from ..history.messages import Message
+from ..history.conventions import as_message_list, first_user_index, is_tool_output
 
 MAX_CONSTRAINTS = 40
 MAX_CONSTRAINT_CHARS = 600

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from ..messages import Message
+from ..history.messages import Message
 from .events import ToolEvent
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..messages import Message
+from ..history.messages import Message
 from .commands import ShellState, summarise_command
-from .conventions import (
+from ..history.conventions import (
     MINI_FORMAT_ERROR,
     as_message_list,
     bash_blocks,

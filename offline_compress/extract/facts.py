@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..messages import Message
+from ..history.messages import Message
 from .constraints import MAX_CONSTRAINTS, Constraint, extract_constraints
-from .conventions import as_message_list
+from ..history.conventions import as_message_list
 from .decisions import ExtractedDecision, extract_decisions
 from .events import ToolEvent, extract_tool_events, unique
 from .steps import WorkStep, extract_steps

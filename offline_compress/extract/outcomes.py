@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from .conventions import MINI_FORMAT_ERROR, MINI_TIMEOUT, RETURNCODE
+from ..history.conventions import MINI_FORMAT_ERROR, MINI_TIMEOUT, RETURNCODE
 
 Outcome = Literal["success", "error", "partial"]
 

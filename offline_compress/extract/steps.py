@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from ..messages import Message
+from ..history.messages import Message
 from .decisions import code_lines, prose_sentences
 from .events import ToolEvent
 from .outcomes import Outcome

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import InputError
-from ..messages import Message
+from ..history.messages import Message
 from .aider import load_aider
 from .mini_swe_agent import load_mini_swe_agent
 from .openai import decode_text, load_openai

@@ -43,7 +43,7 @@ import json
 import re
 
 from ..errors import InputError
-from ..messages import Message, parse_message
+from ..history.messages import Message, parse_message
 
 FORMAT = "aider"
 

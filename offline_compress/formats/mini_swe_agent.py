@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
-from ..messages import Message, parse_messages
+from ..history.messages import Message, parse_messages
 from .openai import parse_json
 
 FORMAT = "mini-swe-agent"

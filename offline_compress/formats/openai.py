@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from ..errors import InputError
-from ..messages import Message, parse_message, parse_messages
+from ..history.messages import Message, parse_message, parse_messages
 
 
 def decode_text(data: bytes, source: str) -> str:

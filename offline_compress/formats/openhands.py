@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputError
-from ..messages import Message, parse_message
+from ..history.messages import Message, parse_message
 from .openai import parse_json
 
 FORMAT = "openhands"

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputError
-from ..messages import Message, parse_message
+from ..history.messages import Message, parse_message
 from .openai import TOO_DEEP, parse_json
 from .openhands import messages_from_data
 

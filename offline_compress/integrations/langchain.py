@@ -44,11 +44,11 @@ except ImportError as err:  # pragma: no cover - depends on the installed extras
     raise ImportError(f"offline_compress.integrations.langchain needs LangChain v1 ({err}); install it with: "
                       'pip install "offline_compress[langchain]"') from None
 
-from ..compressor import parse_summary_message
+from ..summary.message import parse_summary_message
 from ..errors import InputError
 from ..hook import CompactionHook
-from ..messages import parse_message
-from ..recall import RECALL_NOTE, RECALL_TOOL_NAME, recall_handler, tool_definition
+from ..history.messages import parse_message
+from ..archive.recall import RECALL_NOTE, RECALL_TOOL_NAME, recall_handler, tool_definition
 
 # Marks the summary message we add, in its ``additional_kwargs``: a user's own text that happens to start with
 # the summary marker is never taken for a summary.

@@ -53,12 +53,13 @@ except ImportError as err:  # pragma: no cover - depends on the installed extras
     raise ImportError(f"offline_compress.integrations.openhands needs the OpenHands SDK ({err}); install it with: "
                       'pip install "offline_compress[openhands]" (Python >= 3.12)') from None
 
-from ..compressor import Compressor, default_compressor, is_summary_message
-from ..cut import cut_index, head_end
+from ..compressor import Compressor, default_compressor
+from ..summary.message import is_summary_message
+from ..history.cut import cut_index
+from ..history.plan import Plan, plan_compaction
 from ..hook import DEFAULT_SUMMARY_FRACTION, DEFAULT_SUMMARY_MAX_TOKENS, CompactionHook
-from ..messages import Message, as_messages
-from ..tokens import get_counter
-from ..trigger import TriggerConfig, evaluate_compression
+from ..history.messages import Message, as_messages
+from ..history.trigger import TriggerConfig, evaluate_compression
 
 
 def view_messages(events: Sequence[LLMConvertibleEvent]) -> tuple[list[dict[str, Any]], list[int]]:
@@ -158,7 +159,7 @@ class OfflineCondenser(RollingCondenser):
         limit = self.window(agent_llm)
         parsed = as_messages(view_messages(view.events)[0])
         decision = evaluate_compression(parsed, limit, turns_since_summary(parsed), config=self.trigger,
-                                        counter=get_counter())  # the hook's counter too: the model loads later
+                                        counter=self.hook_for(limit).counter)
         if decision.estimated_tokens >= limit:
             return CondensationRequirement.HARD, "context-window"
         if decision.should_compress:
@@ -188,10 +189,10 @@ class OfflineCondenser(RollingCondenser):
     # ---------------------------------------------------------------------------------------------- the range
 
     def forgotten_range(self, view: View, parsed: Sequence[Message], starts: Sequence[int],
-                        keep_last: int) -> tuple[int, int]:
-        """(head, cut) in messages: [head, cut) is summarised and forgotten. Both boundaries are manipulation
-        indices of the view, and both are where the hook itself puts them (so its summary covers exactly the
-        forgotten events): the head moves later and the cut earlier until the two rules agree."""
+                        keep_last: int) -> Plan:
+        """The plan whose ``[head, cut)`` (in messages) is summarised and forgotten. Both boundaries are
+        manipulation indices of the view, and both are where ``plan_compaction`` itself puts them (so the summary
+        covers exactly the forgotten events): the head moves later and the cut earlier until the two agree."""
         events = view.events
         first_event = {e: m for m, e in enumerate(starts)}
         safe = sorted(i for i in view.manipulation_indices if i in first_event)  # event indices that start a message
@@ -210,12 +211,12 @@ class OfflineCondenser(RollingCondenser):
         for _ in range(2 * n + 2):  # the head only moves later (or once, to an earlier summary), the cut earlier
             if head_event is None or cut_event is None or head_event >= cut_event:
                 break
-            head = head_end(parsed, first_event[head_event], is_summary=is_summary_message)
-            cut = cut_index(parsed, n - first_event[cut_event])
+            plan = plan_compaction(parsed, first_event[head_event], n - first_event[cut_event])
+            head, cut = plan.head, plan.cut
             new_head, new_cut = at_or_after(starts[head]), at_or_before(starts[cut])
             if (new_head, new_cut) == (head_event, cut_event) and (head, cut) == (first_event[head_event],
                                                                                    first_event[cut_event]):
-                return head, cut
+                return plan
             head_event, cut_event = new_head, new_cut
         raise NoCondensationAvailableException(
             f"no room to condense: the first {protected} events are kept and the last {keep_last} messages too, "
@@ -225,11 +226,11 @@ class OfflineCondenser(RollingCondenser):
         requirement, reason = self.assess(view, agent_llm)
         messages, starts = view_messages(view.events)
         parsed = as_messages(messages)
-        head, cut = self.forgotten_range(view, parsed, starts, keep_last)
+        plan = self.forgotten_range(view, parsed, starts, keep_last)
+        head, cut = plan.head, plan.cut
         hook = self.hook_for(self.window(agent_llm))
-        hook.keep_first, hook.keep_last = head, len(messages) - cut
-        hook.summary = None  # the previous summary is the one in the view (merged by the compressor), never memory
-        new = hook.compact(messages, reason=reason if requirement is not None else "request")
+        # the plan's previous summary is the one in the view, never the hook's memory
+        new = hook.compact(messages, reason=reason if requirement is not None else "request", plan=plan)
         metrics = hook.metrics[-1]
         if metrics.outcome != "compacted":
             raise NoCondensationAvailableException(f"offline_compress kept the history: {metrics.note}")

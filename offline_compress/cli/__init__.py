@@ -1,0 +1,70 @@
+"""``offline-compress``: keep agent histories inside their context window, offline.
+
+count / check / compress / batch / the archive / contradictions / download-model, on history files or stdin,
+JSON out. (The evaluation and the benchmarks are ``python -m evaluation``, beside the
+package in a checkout.)
+
+Errors in the input or the model files print one line to stderr and exit with status 2; nothing is written."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import OfflineCompressError, one_line
+from ..files import write_atomic
+
+
+def progress(message: str) -> None:
+    print(f"offline-compress: {message}", file=sys.stderr, flush=True)
+
+
+def emit(document: Any, out: str | None) -> None:
+    text = document if isinstance(document, str) else json.dumps(document, ensure_ascii=False)
+    if out:
+        write_atomic(Path(out), text + "\n")
+    else:
+        sys.stdout.write(text + "\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="offline-compress", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    from .history_commands import add_history_parsers
+    from .archive import add_archive_parsers
+    from .batch import add_batch_parser
+    from .contradictions import add_contradictions_parser
+    from .download import add_download_parser
+
+    add_history_parsers(sub)
+    add_batch_parser(sub)
+    add_archive_parsers(sub)
+    add_contradictions_parser(sub)
+    add_download_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    context = getattr(args, "context", None)
+    if isinstance(context, int) and context <= 0:
+        print("offline-compress: error: --context must be a positive number of tokens", file=sys.stderr)
+        return 2
+    try:
+        return args.func(args)
+    except (OfflineCompressError, ValueError) as err:
+        print(f"offline-compress: error: {one_line(str(err))}", file=sys.stderr)
+        return 2
+    except RecursionError:  # only input can nest this deep; the readers turn what they meet into InputErrors
+        print("offline-compress: error: the input is nested too deeply to process", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,7 @@
+"""``python -m offline_compress.cli``."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,108 @@
+"""``count``, ``check`` and ``compress``: a history file (or stdin) in, JSON out."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from ..formats import IMPORTERS
+from . import emit, progress
+
+
+def _load(args: argparse.Namespace):
+    from ..formats import load_history
+
+    return load_history(args.file, args.format, instance=args.instance)
+
+
+def cmd_count(args: argparse.Namespace) -> int:
+    from ..tokens.counter import get_counter
+
+    messages = _load(args)
+    counter = get_counter(args.tokenizer)
+    emit({"tokens": counter.count(messages), "messages": len(messages)}, None)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from ..tokens.counter import get_counter
+    from ..history.trigger import evaluate_compression
+
+    messages = _load(args)
+    counter = get_counter(args.tokenizer)
+    decision = evaluate_compression(messages, args.context, args.turns_since, counter=counter)
+    emit(decision.model_dump(mode="json"), None)
+    return 0
+
+
+def cmd_compress(args: argparse.Namespace) -> int:
+    from ..engine.options import backend_from_args
+    from ..compressor import Compressor
+
+    messages = _load(args)
+    progress(f"read {len(messages)} messages from {args.file}")
+    start = time.perf_counter()
+    server = backend_from_args(args)
+    model = None if args.no_model else args.model
+    if server is None and model is not None:
+        progress("loading the model and compiling the grammar (once per process)")
+    compressor = Compressor(model, keep_last=args.keep_last, max_tokens=args.max_tokens, n_threads=args.threads,
+                            backend=server, decoder=args.decoder, **({"n_ctx": args.n_ctx} if args.n_ctx else {}))
+    backend = compressor.backend
+    if backend is not None:
+        how = ""
+        if hasattr(backend, "adaptive_threads"):
+            how = "; threads chosen per call" if backend.adaptive_threads else f"; {backend.n_threads} threads"
+        progress(f"{backend.name} ready in {time.perf_counter() - start:.1f} s{how}; compressing")
+    result = compressor.compress_detailed(messages)
+    s = result.stats
+    progress(
+        f"compressed {s.messages_compressed} of {s.messages_in} messages in {s.total_seconds:.1f} s "
+        f"(prompt {s.prompt_tokens} tokens, generated {s.generated_tokens}; groundedness "
+        f"{result.grounding.groundedness:.0%}, {len(result.grounding.dropped)} unsupported items dropped)"
+    )
+    if s.fallback:
+        progress(f"warning: the summary has no model draft (extractive only): {s.fallback}")
+    emit(result.context.to_json(), args.output)
+    return 0
+
+
+
+
+def add_history_parsers(sub: Any) -> None:
+    """``count``, ``check`` and ``compress``."""
+    def history_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("file", help="history file (JSON list, JSONL, {messages: [...]}, or an agent's format); - for stdin")
+        p.add_argument("--format", default="auto",
+                       help=f"auto (default), {', '.join(IMPORTERS)}")
+        p.add_argument("--instance", help="the instance to read from an OpenHands evaluation output.jsonl that holds several")
+
+    p = sub.add_parser("count", help="exact token count of a history as the target model sees it")
+    history_args(p)
+    p.add_argument("--tokenizer", help="target tokenizer: tokenizer.json, a Hugging Face model folder, or a .gguf (default: the embedded Gemma)")
+    p.set_defaults(func=cmd_count)
+
+    p = sub.add_parser("check", help="would the trigger compress this history now?")
+    history_args(p)
+    p.add_argument("--context", type=int, required=True, help="the target model's context window in tokens")
+    p.add_argument("--turns-since", type=int, default=0, help="turns since the last compression")
+    p.add_argument("--tokenizer", help="target tokenizer (as for count)")
+    p.set_defaults(func=cmd_check)
+
+    from ..engine.options import add_backend_arguments
+
+    p = sub.add_parser("compress", help="summarise all but the last messages into a CompressedContext (JSON)")
+    history_args(p)
+    p.add_argument("-o", "--output", help="write the JSON here (atomically) instead of stdout")
+    p.add_argument("--model", help="add a model draft: 'default' (the embedded Gemma), a manifest name or a .gguf path "
+                                   "(default: none, extractive); with --backend openai, the server's model id "
+                                   "(default: its only model)")
+    p.add_argument("--no-model", action="store_true",
+                   help="extractive only (the default; kept for scripts that pass it)")
+    p.add_argument("--keep-last", type=int, default=5, help="messages kept out of the summary (default 5)")
+    p.add_argument("--max-tokens", type=int, default=2048, help="output token budget of the model (default 2048)")
+    p.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the cores available)")
+    add_backend_arguments(p)
+    p.set_defaults(func=cmd_compress)
+

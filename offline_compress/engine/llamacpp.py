@@ -1,0 +1,240 @@
+"""The in-process backend: llama.cpp (llama-cpp-python) loads a GGUF once; Outlines' ``Generator`` with the llguidance
+backend, built once per schema, constrains the greedy decode; the KV cache of the fixed prompt prefix is kept.
+
+Why these choices (measured, see README, "Why these dependencies"): Outlines' default ``outlines_core`` backend took
+seconds to compile a nested schema for Gemma's 262k vocabulary and ran out of memory on long strings; llguidance
+compiles in ~3 s with little per-token cost. Outlines resets the llama.cpp context after each call, which defeats
+llama-cpp-python's own prefix reuse, so we restore a saved state of the fixed prefix before each call instead.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import BackendError
+from .threads import default_threads, threads_now
+from .base import Generation
+
+Decoder = Literal["outlines", "forced"]
+
+
+@dataclass(frozen=True)
+class FastGeneration(Generation):
+    """``Generation`` from the forced-token loop (fastdecode.py), with what it did. ``generated_tokens`` is the exact
+    number of output tokens (forced + sampled, final EOS excluded), not a re-tokenization of the text."""
+
+    forced_tokens: int = 0
+    sampled_tokens: int = 0
+    decode_calls: int = 0  # llama.cpp decode batches during generation (prompt excluded)
+    masks: int = 0  # full token masks computed (only where the unconstrained greedy token was not allowed)
+    mask_seconds: float = 0.0  # llguidance time: masks, validations, forced tokens
+    stop_reason: str = ""  # "grammar" | "eos" | "max_tokens" | "error: ..."
+
+
+class LlamaCppBackend:
+    """One loaded GGUF. Build once, call ``generate`` many times (one at a time: a llama.cpp context is not
+    thread-safe; the compressor holds a lock)."""
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        n_batch: int = 256,
+        n_gpu_layers: int = 0,
+        flash_attn: bool = False,
+        seed: int = 0,
+        decoder: Decoder = "outlines",
+        verbose: bool = False,
+    ) -> None:
+        try:
+            import llama_cpp
+            import outlines
+        except ImportError as err:  # pragma: no cover - install problem
+            raise BackendError(f"llama-cpp-python and outlines are required ({err}); see README, 'Install'") from err
+        if decoder not in ("outlines", "forced"):
+            raise ValueError(f"decoder must be 'outlines' or 'forced', got {decoder!r}")
+        self.model_path = Path(model_path)
+        self.decoder: Decoder = decoder
+        # None: adaptive, re-chosen before each generation from the cores free then (threads.py)
+        self.adaptive_threads = n_threads is None
+        self.n_threads = n_threads or default_threads()
+        try:
+            self.llm = llama_cpp.Llama(
+                model_path=str(self.model_path),
+                n_ctx=n_ctx,
+                n_threads=self.n_threads,
+                n_threads_batch=self.n_threads,
+                n_batch=n_batch,
+                n_ubatch=n_batch,
+                n_gpu_layers=n_gpu_layers,
+                # Off by default: on 2 CPU cores it made generation ~8% faster per token and prompt processing
+                # ~5% slower, a wash end to end (bench "attention"); it also rounds differently, so summaries change.
+                flash_attn=flash_attn,
+                seed=seed,
+                verbose=verbose,
+            )
+        except (ValueError, RuntimeError) as err:
+            raise BackendError(f"{self.model_path}: llama.cpp could not load the model ({err})") from err
+        self.n_ctx = n_ctx
+        self.flash_attn = flash_attn
+        self.gpu = n_gpu_layers != 0 and bool(llama_cpp.llama_supports_gpu_offload())
+        self.name = f"llama.cpp {'GPU' if self.gpu else 'CPU'} ({self.model_path.name})"
+        self.chat_template: str | None = self.llm.metadata.get("tokenizer.chat_template")
+        self.instruct = self.chat_template is not None
+        with warnings.catch_warnings():
+            # llguidance's vocabulary import calls a llama.cpp function deprecated in 0.3.36 once per token (262k).
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self._outlines_model = outlines.from_llamacpp(self.llm, chat_mode=False)
+        self._generators: dict[str, Any] = {}
+        self._prefix_states: dict[str, tuple[list[int], Any]] = {}
+        self._fast_decoder: Any = None
+
+    def close(self) -> None:
+        self._generators.clear()
+        self._prefix_states.clear()
+        self.llm.close()
+
+    # -- tokens ---------------------------------------------------------------------------------------------
+    def tokenize(self, text: str, *, add_bos: bool = False) -> list[int]:
+        return self.llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
+
+    def count(self, text: str) -> int:
+        return len(self.tokenize(text))
+
+    # -- generation -----------------------------------------------------------------------------------------
+    def set_threads(self, n: int) -> None:
+        """Run llama.cpp with ``n`` threads from now on (prompt and generation alike)."""
+        import llama_cpp
+
+        if n < 1:
+            raise ValueError(f"threads must be >= 1, got {n}")
+        if n != self.n_threads:
+            llama_cpp.llama_set_n_threads(self.llm.ctx, n, n)
+            self.n_threads = n
+
+    def _choose_threads(self) -> int:
+        if self.adaptive_threads and not self.gpu:
+            self.set_threads(threads_now())
+        return self.n_threads
+
+    def generator(self, schema: dict[str, Any]) -> Any:
+        """The Outlines generator for ``schema``, compiled on first use and reused (compiling costs seconds)."""
+        from outlines import Generator
+        from outlines.types import JsonSchema
+
+        key = json.dumps(schema)  # property order is the generation order: keep it
+        if key not in self._generators:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self._generators[key] = Generator(self._outlines_model, JsonSchema(key), backend="llguidance")
+        return self._generators[key]
+
+    def _restore_prefix(self, prefix: str) -> tuple[list[int], bool]:
+        """Put the KV cache in the state right after ``prefix`` (BOS included); returns (its tokens, was cached)."""
+        cached = self._prefix_states.get(prefix)
+        if cached is not None:
+            self.llm.load_state(cached[1])
+            return cached[0], True
+        tokens = self.tokenize(prefix, add_bos=True)
+        self.llm.reset()
+        self.llm.eval(tokens)
+        self._prefix_states[prefix] = (tokens, self.llm.save_state())
+        return tokens, False
+
+    def _prompt(self, prefix: str, suffix: str, max_tokens: int) -> list[int]:
+        prompt = self.tokenize(prefix + suffix, add_bos=True)
+        if len(prompt) + max_tokens > self.n_ctx:
+            raise BackendError(f"prompt of {len(prompt)} tokens + {max_tokens} output tokens exceeds n_ctx={self.n_ctx}")
+        return prompt
+
+    def eval_prompt(self, prefix: str, prompt: list[int]) -> tuple[int, bool]:
+        """The KV cache holds all of ``prompt`` afterwards: the prefix's restored, the rest evaluated. Returns
+        (prefix tokens, prefix cached). The fixed prefix ends in a newline that never merges with what follows,
+        so its tokens start the prompt's; if a prefix ever did not, the whole prompt is evaluated afresh."""
+        prefix_tokens, cached = self._restore_prefix(prefix)
+        if len(prompt) <= len(prefix_tokens) or prompt[: len(prefix_tokens)] != prefix_tokens:
+            self.llm.reset()
+            self.llm.eval(prompt)
+            return 0, False
+        self.llm.eval(prompt[len(prefix_tokens):])
+        return len(prefix_tokens), cached
+
+    def generate(
+        self, prefix: str, suffix: str, schema: dict[str, Any], max_tokens: int, repeat_penalty: float = 1.0
+    ) -> Generation:
+        """Greedy (temperature 0) constrained generation of a JSON document for ``prefix + suffix``.
+
+        ``repeat_penalty`` > 1 keeps small models out of loops (still greedy, still deterministic). The prompt is in
+        the KV cache before the decoder starts (prefix restored, rest evaluated), so llama-cpp-python samples at
+        once and the prompt time is measured apart. Same input, same output bytes."""
+        if self.decoder == "forced":
+            return self._generate_forced(prefix, suffix, schema, max_tokens, repeat_penalty)
+        generator = self.generator(schema)
+        prompt = self._prompt(prefix, suffix, max_tokens)
+        start = time.perf_counter()
+        threads = self._choose_threads()
+        prefix_tokens, cached = self.eval_prompt(prefix, prompt)
+        prompt_done = time.perf_counter()
+        text = generator(prefix + suffix, max_tokens=max_tokens, temperature=0.0, seed=0, repeat_penalty=repeat_penalty)
+        return Generation(
+            text=text,
+            prompt_tokens=len(prompt),
+            prefix_tokens=prefix_tokens,
+            prefix_cached=cached,
+            generated_tokens=len(self.tokenize(text)) if text else 0,
+            prompt_seconds=prompt_done - start,
+            total_seconds=time.perf_counter() - start,
+            threads=threads,
+        )
+
+    # -- the forced-token loop (offline_compress/fastdecode.py) ----------------------------------------------
+    def fast_decoder(self) -> Any:
+        """The ``FastJsonDecoder`` for this model, built on first use. It reuses the llguidance tokenizer of an
+        Outlines generator already built here (building one over Gemma's vocabulary takes seconds)."""
+        if self._fast_decoder is None:
+            from .forced import FastJsonDecoder
+
+            tokenizer = None
+            for generator in self._generators.values():
+                tokenizer = getattr(getattr(generator, "logits_processor", None), "llg_tokenizer", None)
+                if tokenizer is not None:
+                    break
+            self._fast_decoder = FastJsonDecoder(self.llm, tokenizer)
+        return self._fast_decoder
+
+    def _generate_forced(
+        self, prefix: str, suffix: str, schema: dict[str, Any], max_tokens: int, repeat_penalty: float
+    ) -> FastGeneration:
+        """Same contract as the Outlines path (greedy, constrained, same prompt, same repetition penalty), but
+        tokens the grammar forces are appended in one batch instead of one decode each; see fastdecode.py."""
+        decoder = self.fast_decoder()
+        prompt = self._prompt(prefix, suffix, max_tokens)
+        start = time.perf_counter()
+        threads = self._choose_threads()
+        prefix_tokens, cached = self.eval_prompt(prefix, prompt)
+        prompt_done = time.perf_counter()
+        result = decoder.decode(schema, max_tokens, repeat_penalty=repeat_penalty, prompt_tokens=prompt)
+        text = self.llm.detokenize(result.tokens, prev_tokens=prompt).decode("utf-8", errors="ignore")
+        return FastGeneration(
+            text=text,
+            prompt_tokens=len(prompt),
+            prefix_tokens=prefix_tokens,
+            prefix_cached=cached,
+            generated_tokens=len(result.tokens),
+            prompt_seconds=prompt_done - start,
+            total_seconds=time.perf_counter() - start,
+            threads=threads,
+            forced_tokens=result.forced_tokens,
+            sampled_tokens=result.sampled_tokens,
+            decode_calls=result.decode_calls,
+            masks=result.masks,
+            mask_seconds=result.mask_seconds,
+            stop_reason=result.stop_reason,
+        )

@@ -1,0 +1,248 @@
+"""The canonical message: OpenAI chat format (role, content as text or parts, tool_calls, tool_call_id, name).
+
+Every importer produces these and every other module consumes them. The Python API takes dicts (the SDK's
+typed-dict params are dicts) or message objects of the OpenAI SDK and similar pydantic models
+(``ChatCompletionMessage``, litellm's ``Message``): those are read through ``model_dump(exclude_none=True)``.
+Unknown keys are ignored on the way in; the caller's own dicts and objects are never modified (we validate
+copies).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from ..errors import InputError
+
+Role = Literal["system", "developer", "user", "assistant", "tool"]
+ROLES: tuple[str, ...] = ("system", "developer", "user", "assistant", "tool")
+
+
+def valid_utf8(text: str) -> str:
+    """``text`` with each lone surrogate (JSON allows ``"\\ud800"``, UTF-8 does not) replaced by U+FFFD, as a
+    UTF-8 client would send it; surrogate pairs are joined. Everything downstream (the tokenizer, the summary,
+    files) needs text that encodes."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _valid_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for part in parts:
+        fixed = {k: valid_utf8(v) for k, v in part.items() if k in ("type", "text") and isinstance(v, str)}
+        out.append({**part, **fixed} if any(fixed[k] is not part[k] for k in fixed) else part)
+    return out
+
+
+class FunctionCall(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    name: str
+    arguments: str = ""
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _arguments_as_text(cls, value: Any) -> str:
+        # Some agents store arguments as a dict instead of the JSON string OpenAI sends.
+        if value is None:
+            return ""
+        if isinstance(value, str):
+            return value
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+    @field_validator("name", "arguments", mode="after")
+    @classmethod
+    def _encodable(cls, value: str) -> str:
+        return valid_utf8(value)
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    id: str | None = None
+    type: str = "function"
+    function: FunctionCall
+
+    @field_validator("id", "type", mode="after")
+    @classmethod
+    def _encodable(cls, value: str | None) -> str | None:
+        return valid_utf8(value) if isinstance(value, str) else value
+
+
+class Message(BaseModel):
+    """One chat message. ``text`` gives the content as plain text whatever its shape."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    role: Role
+    content: str | list[dict[str, Any]] | None = None
+    tool_calls: tuple[ToolCall, ...] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    @field_validator("content", mode="after")
+    @classmethod
+    def _encodable_content(cls, value: str | list[dict[str, Any]] | None) -> str | list[dict[str, Any]] | None:
+        if isinstance(value, str):
+            return valid_utf8(value)
+        return _valid_parts(value) if isinstance(value, list) else value
+
+    @field_validator("tool_call_id", "name", mode="after")
+    @classmethod
+    def _encodable(cls, value: str | None) -> str | None:
+        return valid_utf8(value) if isinstance(value, str) else value
+
+    @property
+    def text(self) -> str:
+        """Content as text: string content as is, text parts joined by newlines, other parts named."""
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        pieces = []
+        for part in self.content:
+            if part.get("type") == "text" or "text" in part:
+                pieces.append(str(part.get("text", "")))
+            else:
+                pieces.append(f"[{part.get('type', 'part')}]")
+        return "\n".join(pieces)
+
+    def to_openai(self) -> dict[str, Any]:
+        """Plain dict in OpenAI chat format, without empty optional keys."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+def _describe_validation_error(err: ValidationError) -> tuple[str, str | None]:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first.get("loc", ())) or None
+    if first.get("type") == "literal_error" and loc == "role":
+        return f"unknown role {first.get('input')!r} (expected one of {', '.join(ROLES)})", "role"
+    if first.get("type") == "missing":
+        return "missing required key", loc
+    return first.get("msg", "invalid message"), loc
+
+
+def _dumped(value: Any) -> Any:
+    """A pydantic model (an OpenAI SDK object) as the plain data it serialises to; anything else as it is."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, (Message, type)):
+        try:
+            return dump(exclude_none=True)
+        except (TypeError, ValueError) as err:  # a model_dump that is not pydantic's, or one that fails
+            raise InputError(f"cannot read a {type(value).__name__} object as a message ({err})") from None
+    return value
+
+
+def plain_message(raw: Any) -> Any:
+    """``raw`` as plain data: an SDK message object dumped, and SDK objects inside a dict's ``tool_calls`` or
+    ``content`` list dumped too (a typed-dict param may hold them). A new dict; ``raw`` is not touched."""
+    raw = _dumped(raw)
+    if not isinstance(raw, Mapping):
+        return raw
+    out = dict(raw)
+    for key in ("tool_calls", "content"):
+        value = out.get(key)
+        if isinstance(value, (list, tuple)):
+            out[key] = [_dumped(item) for item in value]
+    return out
+
+
+def parse_message(raw: Any, *, index: int, source: str = "<messages>") -> Message:
+    """Validate one raw message (a mapping, an SDK message object or a Message); errors name the source, index
+    and field."""
+    if isinstance(raw, Message):
+        return raw
+    try:
+        raw = plain_message(raw)
+    except InputError as err:
+        raise InputError(err.problem, source=source, index=index) from None
+    if not isinstance(raw, Mapping):
+        raise InputError(f"expected a JSON object, got {type(raw).__name__}", source=source, index=index)
+    if "role" not in raw:
+        raise InputError("message has no 'role'", source=source, index=index, field="role")
+    try:
+        message = Message.model_validate(raw)
+    except ValidationError as err:
+        problem, field = _describe_validation_error(err)
+        raise InputError(problem, source=source, index=index, field=field) from None
+    except RecursionError:
+        raise InputError("nested too deeply", source=source, index=index) from None
+    if message.content is None and not message.tool_calls:
+        raise InputError("content is None and there are no tool_calls", source=source, index=index, field="content")
+    return message
+
+
+def parse_messages(raw: Any, *, source: str = "<messages>", allow_empty: bool = False) -> list[Message]:
+    """Validate a whole history. Accepts a list of messages or an object with a ``messages`` list."""
+    if isinstance(raw, Mapping) and "messages" in raw:
+        raw = raw["messages"]
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
+        raise InputError(
+            f"expected a list of messages (or an object with a 'messages' list), got {type(raw).__name__}",
+            source=source,
+        )
+    if not raw and not allow_empty:
+        raise InputError("the history is empty", source=source)
+    return [parse_message(item, index=i, source=source) for i, item in enumerate(raw)]
+
+
+def as_messages(messages: Iterable[Message | Mapping[str, Any]], *, source: str = "<messages>") -> list[Message]:
+    """Public entry points accept dicts, SDK message objects or Messages; this turns them into validated
+    Messages. Something that is not a list of messages is an ``InputError`` too, not a ``TypeError``."""
+    if isinstance(messages, (Mapping, str, bytes)):
+        return parse_messages(messages, source=source)
+    try:
+        items = list(messages)
+    except TypeError:
+        raise InputError(f"expected a list of messages, got {type(messages).__name__}", source=source) from None
+    return parse_messages(items, source=source)
+
+
+_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name")
+
+
+def _field(raw: Any, key: str) -> Any:
+    return raw.get(key) if isinstance(raw, Mapping) else getattr(raw, key, None)
+
+
+def _fingerprint(raw: Any) -> tuple[Any, ...]:
+    """The message object and the objects its fields hold: an unchanged message matches by identity alone."""
+    if isinstance(raw, Message):
+        return (raw,)
+    return (raw, *[_field(raw, k) for k in _FIELDS])
+
+
+class MessageCache:
+    """Validates a growing history incrementally: a message that is the same object holding the same field
+    objects as at the same position last time is not validated again.
+
+    Agent loops append to their history; re-validating every message at every step would cost more than the
+    exact token count itself. Replacing a message, or a field of it (``m["content"] = ...``, or an attribute of
+    an SDK message object), is noticed; a change made inside a nested list in place (content parts, tool
+    calls) is not."""
+
+    def __init__(self) -> None:
+        self._prints: list[tuple[Any, ...]] = []
+        self._parsed: list[Message] = []
+
+    def parse(self, messages: Sequence[Message | Mapping[str, Any]], *, source: str = "<messages>") -> list[Message]:
+        raw = list(messages)
+        if not raw:
+            raise InputError("the history is empty", source=source)
+        same = 0
+        for new, old in zip(raw, self._prints):
+            if new is not old[0] or (len(old) > 1 and any(_field(new, k) is not v for k, v in zip(_FIELDS, old[1:]))):
+                break
+            same += 1
+        parsed = self._parsed[:same] + [parse_message(raw[i], index=i, source=source) for i in range(same, len(raw))]
+        self._prints = self._prints[:same] + [_fingerprint(m) for m in raw[same:]]
+        self._parsed = parsed
+        return parsed

@@ -1,0 +1,50 @@
+"""The plan of a compaction: which messages a summary replaces, and the earlier summary it merges.
+
+``plan_compaction`` is the one place that decides it, for the hook, the compressor and every adapter:
+
+    [0, head)        kept verbatim before the summary (the system prompt and the task, by default)
+    [head, cut)      replaced by the summary; an earlier summary of ours in there (``previous_at``) is merged
+    [cut, n)         kept verbatim after it (the last ``keep_last`` messages and the tool results they need)
+
+The cut never separates an assistant tool call from its results (``cut.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..summary.message import find_previous_summary, is_summary_message
+from ..summary.schema import CompressedContext
+from .cut import cut_index, head_end
+from .messages import Message
+
+DEFAULT_KEEP_LAST = 5
+
+
+@dataclass(frozen=True)
+class Plan:
+    """``[head, cut)`` is summarised; ``previous`` is the summary of ours found there (at ``previous_at``)."""
+
+    head: int
+    cut: int
+    previous: CompressedContext | None = None
+    previous_at: int | None = None
+
+    @property
+    def region(self) -> list[int]:
+        """Indices of the messages the summary stands for (the previous summary is merged, not summarised)."""
+        return [i for i in range(self.head, self.cut) if i != self.previous_at]
+
+
+def plan_compaction(messages: Sequence[Message], keep_first: int | None = None,
+                    keep_last: int = DEFAULT_KEEP_LAST) -> Plan:
+    """The plan for ``messages``. ``keep_first``: ``None`` keeps the leading system/developer messages and the
+    first user message (the task); an int keeps that many first messages; 0 summarises from the start. The head
+    stops before an earlier summary of ours, which is replaced (merged), never kept."""
+    head = head_end(messages, keep_first, is_summary=is_summary_message)
+    cut = cut_index(messages, keep_last)
+    previous, at = find_previous_summary(messages[:cut], head) if cut > head else (None, None)
+    return Plan(head=head, cut=cut, previous=previous, previous_at=at)
+
+
+__all__ = ["DEFAULT_KEEP_LAST", "Plan", "plan_compaction"]

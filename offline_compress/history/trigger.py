@@ -1,0 +1,102 @@
+"""When to compress: a pure decision from the history's exact token count, its last message and the turns
+since the last compression. The rules are the seed design's defaults; every threshold is configurable."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..tokens.protocol import CountsTokens
+from .messages import Message, as_messages
+
+Reason = Literal["token-threshold", "tool-event", "turn-limit", "skip"]
+
+
+class TriggerConfig(BaseModel):
+    """Thresholds of the trigger. Fractions are of the target model's context window."""
+
+    model_config = ConfigDict(frozen=True)
+
+    token_fraction: float = Field(0.60, gt=0, le=1)
+    """Compress when the history uses more than this share of the window."""
+    tool_event_fraction: float = Field(0.40, gt=0, le=1)
+    """...or more than this share when the last message comes from a heavy tool."""
+    heavy_tools: frozenset[str] = frozenset({"search_codebase", "read_many_files"})
+    """Tools whose results tend to be large (matched on the tool name)."""
+    turn_limit: int = Field(30, ge=1)
+    """...or when this many turns have passed since the last compression."""
+
+
+class CompressionDecision(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    should_compress: bool
+    reason: Reason
+    estimated_tokens: int
+    model_max_tokens: int
+
+
+def last_tool_name(messages: Sequence[Message]) -> str | None:
+    """Name of the tool that produced the last message, if it is a tool result.
+
+    Uses the message's ``name`` when present, else finds the assistant tool call with its ``tool_call_id``."""
+    if not messages or messages[-1].role != "tool":
+        return None
+    last = messages[-1]
+    if last.name:
+        return last.name
+    for message in reversed(messages[:-1]):
+        for call in message.tool_calls or ():
+            if call.id is not None and call.id == last.tool_call_id:
+                return call.function.name
+    return None
+
+
+def decide(
+    estimated_tokens: int,
+    model_max_tokens: int,
+    turns_since_last_compression: int,
+    last_tool: str | None,
+    config: TriggerConfig = TriggerConfig(),
+) -> CompressionDecision:
+    """The rule itself, on numbers only (no tokenizer, no I/O)."""
+    if model_max_tokens <= 0:
+        raise ValueError(f"model_max_tokens must be positive, got {model_max_tokens}")
+    if turns_since_last_compression < 0:
+        raise ValueError(f"turns_since_last_compression must be >= 0, got {turns_since_last_compression}")
+    reason: Reason = "skip"
+    if estimated_tokens > config.token_fraction * model_max_tokens:
+        reason = "token-threshold"
+    elif last_tool in config.heavy_tools and estimated_tokens > config.tool_event_fraction * model_max_tokens:
+        reason = "tool-event"
+    elif turns_since_last_compression >= config.turn_limit:
+        reason = "turn-limit"
+    return CompressionDecision(
+        should_compress=reason != "skip",
+        reason=reason,
+        estimated_tokens=estimated_tokens,
+        model_max_tokens=model_max_tokens,
+    )
+
+
+def evaluate_compression(
+    messages: Sequence[Message | Mapping[str, Any]],
+    model_max_tokens: int,
+    turns_since_last_compression: int = 0,
+    *,
+    config: TriggerConfig = TriggerConfig(),
+    counter: CountsTokens | None = None,
+) -> CompressionDecision:
+    """Decide whether to compress ``messages`` for a target with a ``model_max_tokens`` window.
+
+    ``counter`` is a ``TokenCounter`` (exact, incremental); pass the same one at every step so only new
+    messages are encoded. Without one, the default target tokenizer's shared counter is used."""
+    parsed = as_messages(messages)
+    if counter is None:
+        from ..tokens.counter import default_counter  # the tokenizer loads on first use, not at import
+
+        counter = default_counter()
+    tokens = counter.count(parsed)
+    return decide(tokens, model_max_tokens, turns_since_last_compression, last_tool_name(parsed), config)

@@ -1,0 +1,230 @@
+"""Merge: the summary document assembled from the exact facts, the work log, the grounded part of the model's
+draft, and the previous summary (a later compaction adds to it).
+
+What is kept when there is too much: previous constraints are never dropped (new ones follow them up to the
+schema's bound). Everything else is bounded by the schema's list lengths and, when the caller gives one, by a
+token budget (``fit``): the oldest tool-call entries and decisions go first; then the work log is packed into
+the room left, line by line, by the names each line adds (``pack.py``); failed attempts and completed items go
+(oldest first) only if the rest alone is over the budget. Every item a bound drops is counted
+(``clipped_items``); all of them stay in the archive of replaced messages."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..tokens.protocol import CountsTokens
+from . import schema as S
+from .draft import NARRATIVE_MAX_CHARS, Draft
+from ..extract.facts import Facts
+from ..extract.steps import WorkStep
+from .pack import Material, clip, names, pack, read
+from .ground import GroundingReport, SourceIndex, grounded_sentences, keep_grounded
+from ..history.messages import Message
+from ..secrets.redact import redact
+
+BRIDGE_MESSAGES = 2
+BRIDGE_CHARS = 160
+
+
+class ClipCounter(Protocol):
+    """Where ``merge`` counts the items its bounds drop (``CompressionStats``)."""
+
+    clipped_items: int
+
+
+def _unique(items: Sequence[Any], key: Any = None) -> list[Any]:
+    """First occurrence of each item, in order."""
+    seen: set[Any] = set()
+    out = []
+    for item in items:
+        k = key(item) if key else item
+        if k not in seen:
+            seen.add(k)
+            out.append(item)
+    return out
+
+
+def _latest(items: Sequence[Any], key: Any = None) -> list[Any]:
+    """Last occurrence of each item, ordered by that last occurrence (a call repeated late stays, with its
+    latest outcome, when a bound later keeps only the newest entries)."""
+    return list(reversed(_unique(list(reversed(items)), key)))
+
+
+def bridge_lines(compressed: Sequence[Message]) -> str:
+    """``[assistant] first 160 chars`` of the last two assistant messages with text in the compressed part: where
+    the agent stood just before the kept messages. The kept messages themselves stay verbatim after the summary,
+    so repeating them here would only cost tokens."""
+    said = [m for m in compressed if m.role == "assistant" and m.text.strip()][-BRIDGE_MESSAGES:]
+    return "\n".join(f"[assistant] {redact(' '.join(m.text.split()))[:BRIDGE_CHARS]}" for m in said)
+
+
+def _bounded(items: list[Any], limit: int, stats: ClipCounter, *, keep: str = "newest") -> list[Any]:
+    """Keep the newest (or, for prioritised lists, the first) ``limit`` items; count what had to go, so nothing
+    is dropped silently (``stats.clipped_items``)."""
+    if len(items) > limit:
+        stats.clipped_items += len(items) - limit
+        return items[:limit] if keep == "first" else items[-limit:]
+    return items
+
+
+def _material(step: WorkStep) -> Material:
+    """A work-log entry, redacted before anything is cut (a secret cut at a boundary would escape redaction)."""
+    saw = [redact(line) for line in step.saw]
+    failed = len(saw) - 1 if step.outcome == "error" and saw else None  # steps.py appends the error line last
+    return Material.of(redact(step.said), [redact(line) for line in step.code], redact(step.ran), saw,
+                       step.outcome or "partial", failed)
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What a summary is assembled from: the exact facts of the messages it replaces (``compressed``), the index
+    its model items are grounded against, the previous summary it adds to, and the texts of the messages kept
+    verbatim around it (what they name is not paid for twice)."""
+
+    facts: Facts
+    compressed: Sequence[Message]
+    index: SourceIndex
+    previous: S.CompressedContext | None = None
+    kept_texts: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A summary's token budget, counted by the target's counter on the canonical JSON."""
+
+    tokens: int
+    counter: CountsTokens
+
+
+def merge(sources: Sources, draft: Draft, report: GroundingReport, stats: ClipCounter,
+          budget: Budget | None = None) -> S.CompressedContext:
+    """Assemble the document: exact facts as they are, model items only where grounded, the previous
+    summary's items first (a later compaction adds, it does not forget), then fit it to ``budget``."""
+    facts, compressed, index = sources.facts, sources.compressed, sources.index
+    prev = sources.previous or S.CompressedContext()
+    new = [c for c in (redact(c.text) for c in facts.constraint_candidates) if len(c) <= S.MAX_CONSTRAINT_CHARS]
+    constraints = _unique(list(prev.user_constraints) + new)  # previous first: a bound keeps them
+
+    decisions = list(prev.decisions) + [
+        S.Decision(decision=clip(redact(d.decision), S.MAX_ITEM_CHARS), rationale=clip(redact(d.rationale), S.MAX_ITEM_CHARS))
+        for d in facts.decisions
+    ]
+    for d in draft.decisions:
+        if keep_grounded([d.decision], index, report):
+            rationale = keep_grounded([d.rationale], index, report)
+            decisions.append(S.Decision(decision=redact(d.decision), rationale=redact(rationale[0]) if rationale else ""))
+    failed = list(prev.failed_attempts) + [
+        S.FailedAttempt(
+            approach=clip(redact(" ".join(f.approach.split())), S.MAX_ITEM_CHARS),
+            reason_failed=clip(redact(" ".join(f.reason_failed.split())), S.MAX_ITEM_CHARS),
+        )
+        for f in facts.failed_attempts
+    ]
+    calls = list(prev.tool_calls_summary) + [
+        S.ToolCallSummary(
+            tool=clip(redact(e.tool), S.MAX_TOOL_CHARS),
+            target=clip(redact(" ".join(e.target.split())), S.MAX_TARGET_CHARS),
+            outcome=e.outcome or "partial",  # a call never answered (e.g. the final submit) did not complete
+        )
+        for e in facts.tool_events
+    ]
+    state = draft.task_state
+    completed = list(prev.task_state.completed) + [clip(f"changed {redact(path)}", S.MAX_ITEM_CHARS) for path in facts.files_changed]
+    completed += [redact(x) for x in keep_grounded(state.completed, index, report)]
+    task = [clip("Task: " + redact(" ".join(facts.task.split())), S.MAX_ITEM_CHARS)] if facts.task.strip() else []
+    remaining = list(prev.task_state.remaining) + task + [redact(x) for x in keep_grounded(state.remaining, index, report)]
+    blockers = list(prev.task_state.blockers) + [redact(x) for x in keep_grounded(state.blockers, index, report)]
+    material = _bounded(_latest([Material.of_step(s) for s in prev.work_log] + [_material(s) for s in facts.steps],
+                                key=Material.key), S.MAX_STEPS, stats)
+
+    narrative = redact(grounded_sentences(draft.recent_narrative, index, report, NARRATIVE_MAX_CHARS))
+    tail = bridge_lines(compressed)
+    full_narrative = "\n".join(part for part in (narrative, tail) if part)
+    doc = S.CompressedContext(
+        user_constraints=_bounded(constraints, S.MAX_CONSTRAINTS, stats, keep="first"),
+        decisions=_bounded(_latest(decisions), S.MAX_DECISIONS, stats),
+        failed_attempts=_bounded(_latest(failed), S.MAX_FAILED, stats),
+        tool_calls_summary=_bounded(_latest(calls, key=lambda c: (c.tool, c.target)), S.MAX_TOOL_CALLS, stats),
+        recent_narrative=clip(full_narrative, S.MAX_NARRATIVE_CHARS),
+        task_state=S.TaskState(
+            completed=_bounded(_latest(completed), S.MAX_STATE_ITEMS, stats),
+            remaining=_bounded(_unique(remaining), S.MAX_STATE_ITEMS, stats, keep="first"),
+            blockers=_bounded(_latest(blockers), S.MAX_STATE_ITEMS, stats),
+        ),
+        work_log=[m.whole() for m in material],
+    )
+    if budget is None:
+        return doc
+    known = set().union(*(names(t) for t in sources.kept_texts)) if sources.kept_texts else set()
+    return fit(doc, budget, stats, known=known, material=material)
+
+
+def fit(doc: S.CompressedContext, budget: Budget, stats: ClipCounter, *, known: set[str] | frozenset[str] = frozenset(),
+        material: Sequence[Material] | None = None) -> S.CompressedContext:
+    """Cut ``doc`` to ``budget.tokens`` (see the module docstring for the order): the oldest tool-call entries
+    and decisions go first; then the work log is packed into the room left (``pack.py``: its pieces by the names
+    they add, newest steps first); then failed attempts and completed items go, oldest first. ``material``: the
+    work log before any cut (default: ``doc``'s own). Constraints and the remaining task are never dropped, so
+    a document can stay above the budget; the caller measures it. Every item dropped is counted."""
+
+    budget_tokens, count_text = budget.tokens, budget.counter.count_text
+
+    def cost(item: Any) -> int:
+        return count_text(item.model_dump_json() if hasattr(item, "model_dump_json") else json.dumps(item)) + 1
+
+    total = count_text(doc.to_json())
+    if total <= budget_tokens:
+        return doc
+    steps = list(material) if material is not None else [Material.of_step(s) for s in doc.work_log]
+    lists: dict[str, list[Any]] = {
+        "tool_calls_summary": list(doc.tool_calls_summary), "decisions": list(doc.decisions),
+        "failed_attempts": list(doc.failed_attempts), "completed": list(doc.task_state.completed),
+    }
+
+    def build(work_log: list[S.Step]) -> S.CompressedContext:
+        return doc.model_copy(update={
+            "tool_calls_summary": lists["tool_calls_summary"], "decisions": lists["decisions"],
+            "work_log": work_log, "failed_attempts": lists["failed_attempts"],
+            "task_state": doc.task_state.model_copy(update={"completed": lists["completed"]}),
+        })
+
+    def drop_oldest(keys: tuple[str, ...], total: int) -> int:
+        """Drop (and count) the oldest items of these lists, in order, while ``total`` is over the budget."""
+        for name in keys:
+            items = lists[name]
+            item_costs = [cost(x) for x in items]
+            while total > budget_tokens and items:
+                total -= item_costs.pop(0)
+                items.pop(0)
+                stats.clipped_items += 1
+        return total
+
+    if drop_oldest(("tool_calls_summary", "decisions"), total) <= budget_tokens:
+        return build(list(doc.work_log))
+    rest = build([]).to_json()
+    base = count_text(rest)
+    if base > budget_tokens:  # the rest alone is over: failed attempts and completed items go too
+        base = drop_oldest(("failed_attempts", "completed"), base)
+        rest = build([]).to_json()
+    room = budget_tokens - base
+    known = set(known) | names(rest)  # what the rest of the document says is not paid twice
+    # pack's costs are per piece, so the exact total differs a little: pack again with the room corrected by
+    # what the exact count says, and keep the fullest work log that fits
+    work_log: list[S.Step] = []
+    best = -1
+    pieces = read(steps, budget.counter)
+    for _ in range(4):
+        if room <= 0:
+            break
+        packed = pack(pieces, room, budget.counter, known=known)
+        exact = count_text(build(packed).to_json())
+        if exact <= budget_tokens and exact > best:
+            work_log, best = packed, exact
+        if budget_tokens - 16 <= exact <= budget_tokens:
+            break
+        room += budget_tokens - exact - (8 if exact > budget_tokens else 0)
+    stats.clipped_items += len(steps) - len(work_log)
+    return build(work_log)

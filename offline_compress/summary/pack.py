@@ -1,0 +1,251 @@
+"""Pack: the work log fitted to a token budget by what each of its lines adds.
+
+When the work log does not fit, it loses lines, not whole steps in age order. Every piece of a step (a sentence
+the agent said, a line of code it quoted, a line of what it ran, a line of what it saw) names things of the
+code: paths, dotted names, identifiers, numbers. A piece is worth the names it adds that nothing taken so far
+names, nor the messages kept verbatim around the summary, weighted by how recent its step is, per token it
+costs. Pieces are taken best first (the lazy greedy of budgeted coverage) until the budget is spent. A piece
+that adds no name is not taken, except the first line of what a step ran: a step appears once any piece of it
+is taken, and always with that line (what was done), and a failed step's error line counts as a name (what not
+to repeat). Lines of a command that were left out show as ``…``, so the reader knows the command was longer.
+
+Pure and deterministic: equal worth goes to the newer step, then to the earlier piece of it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..tokens.protocol import CountsTokens
+from . import schema as S
+from ..extract.decisions import SENTENCE_SPLIT
+from ..extract.steps import code_names
+
+_NUMBER = re.compile(r"(?<![\w.])\d{3,}(?!\w)")  # a value printed, a line number: what an agent reuses
+HEAD_BONUS = 1  # the first line of what a step ran is worth one name: what was done
+RECENCY = 0.95  # weight of a step = RECENCY ** (number of newer steps); chosen on the replay design split
+ELLIPSIS = "…"
+
+
+def names(text: str) -> set[str]:
+    """What a piece names: names of code (``code_names``) and numbers of three digits or more."""
+    return code_names(text) | set(_NUMBER.findall(text))
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ``…`` last when it was cut."""
+    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
+
+
+@dataclass(frozen=True)
+class Material:
+    """One step of the work log with everything that may be kept of it (redacted, not yet cut to a budget)."""
+
+    said: tuple[str, ...]  # sentences
+    code: tuple[str, ...]
+    ran: tuple[str, ...]  # lines
+    saw: tuple[str, ...]
+    outcome: str
+    failed_line: int | None = None  # index in ``saw`` of the line that says why the step failed
+
+    @classmethod
+    def of(cls, said: str, code: Sequence[str], ran: str, saw: Sequence[str], outcome: str,
+           failed_line: int | None = None) -> Material:
+        sentences = tuple(x for x in SENTENCE_SPLIT.split(" ".join(said.split())) if x)
+        ran_lines = tuple(ran.strip("\n").split("\n")) if ran.strip() else ("",)
+        return cls(sentences, tuple(code), ran_lines, tuple(saw), outcome, failed_line)
+
+    @classmethod
+    def of_step(cls, step: S.Step) -> Material:
+        """A step of an earlier summary (its error line, when it failed, is the last line it saw)."""
+        failed = len(step.saw) - 1 if step.outcome == "error" and step.saw else None
+        return cls.of(step.said, step.code, step.ran, step.saw, step.outcome, failed)
+
+    def key(self) -> tuple[object, ...]:
+        return (self.said, self.code, self.ran, self.saw)
+
+    def step(self, said: Sequence[int] = (), code: Sequence[int] = (), ran: Sequence[int] | None = None,
+             saw: Sequence[int] = ()) -> S.Step:
+        """The step with the pieces at these positions (``ran=None``: all of it), cut to the schema's bounds."""
+        ran_at = range(len(self.ran)) if ran is None else sorted(ran)
+        return S.Step(
+            said=clip(" ".join(self.said[i] for i in sorted(said)), S.MAX_SAID_CHARS),
+            code=[clip(self.code[i].strip(), S.MAX_CODE_CHARS) for i in sorted(code)][: S.MAX_CODE_LINES],
+            ran=clip(_with_gaps(self.ran, ran_at), S.MAX_RAN_CHARS),
+            saw=[clip(self.saw[i], S.MAX_SAW_CHARS) for i in sorted(saw)][: S.MAX_SAW_LINES],
+            outcome=self.outcome if self.outcome in ("success", "error", "partial") else "partial",
+        )
+
+    def whole(self) -> S.Step:
+        return self.step(range(len(self.said)), range(len(self.code)), None, range(len(self.saw)))
+
+
+def _with_gaps(lines: Sequence[str], chosen: Sequence[int]) -> str:
+    """The chosen lines in order, ``…`` wherever lines were left out (between them or after the last)."""
+    out: list[str] = []
+    last = -1
+    for i in chosen:
+        if i > last + 1 and out:
+            out.append(ELLIPSIS)
+        out.append(lines[i])
+        last = i
+    if last < len(lines) - 1:
+        out.append(ELLIPSIS)
+    return "\n".join(out)
+
+
+@dataclass
+class _Piece:
+    step: int
+    kind: str  # "ran" | "said" | "code" | "saw"
+    pos: int
+    text: str
+    names: frozenset[str]
+    cost: int
+    bonus: int = 0
+
+
+@dataclass
+class _Chosen:
+    said: list[int] = field(default_factory=list)
+    code: list[int] = field(default_factory=list)
+    ran: list[int] = field(default_factory=list)
+    saw: list[int] = field(default_factory=list)
+    said_chars: int = 0
+    ran_chars: int = 0
+
+
+_KINDS = ("ran", "said", "code", "saw")
+_LIMITS = {"code": S.MAX_CODE_CHARS, "saw": S.MAX_SAW_CHARS, "said": S.MAX_SAID_CHARS}
+
+
+@dataclass
+class _Read:
+    """The pieces of a work log, read once (names, token costs) and packed for any budget."""
+
+    material: Sequence[Material]
+    pieces: list[_Piece]
+    heads: dict[int, int]  # step -> index of its first ran line in ``pieces``
+    of_step: dict[int, list[int]]  # step -> indices of its pieces
+    overhead: int  # tokens of an empty step
+
+
+def read(material: Sequence[Material], counter: CountsTokens) -> _Read:
+    """Read the pieces of ``material`` once: what each names and costs (one tokenizer batch for all pieces)."""
+    slots: list[tuple[int, str, int, str, int]] = []  # (step, kind, position, text, bonus)
+    for k, m in enumerate(material):
+        for kind in _KINDS:
+            for pos, raw in enumerate(getattr(m, kind)):
+                text = clip(raw.strip() if kind == "code" else raw, _LIMITS.get(kind, S.MAX_RAN_CHARS - 2))
+                bonus = HEAD_BONUS * int(kind == "ran" and pos == 0) + int(kind == "saw" and pos == m.failed_line)
+                slots.append((k, kind, pos, text, bonus))
+    quoted = [json.dumps(slot[3], ensure_ascii=False) for slot in slots]
+    costs = counter.count_texts(quoted)
+    named: dict[str, frozenset[str]] = {}  # lines repeat (a script written twice): read each once
+    out = _Read(material, [], {}, {}, counter.count_text(S.Step(ran="", outcome="success").model_dump_json()) + 1)
+    for (k, kind, pos, text, bonus), cost in zip(slots, costs):
+        if kind == "ran" and pos == 0:
+            out.heads[k] = len(out.pieces)
+        out.of_step.setdefault(k, []).append(len(out.pieces))
+        if text not in named:
+            named[text] = frozenset(names(text))
+        out.pieces.append(_Piece(k, kind, pos, text, named[text], cost + 1, bonus))
+    return out
+
+
+def pack(material: Sequence[Material] | _Read, budget: int, counter: CountsTokens, *,
+         known: set[str] | frozenset[str] = frozenset(), recency: float = RECENCY) -> list[S.Step]:
+    """The steps of ``material`` (oldest first; or its pieces, ``read`` once for several budgets) cut to about
+    ``budget`` tokens of JSON, best pieces first (see the module docstring). ``known``: names the reader has
+    elsewhere (the messages kept verbatim). A step of which nothing is taken is left out. The caller checks the
+    exact total and packs again with less if needed."""
+    if budget <= 0 or not material:
+        return []
+    r = material if isinstance(material, _Read) else read(material, counter)
+    if not r.pieces:
+        return []
+    material, pieces, heads, of_step, overhead = r.material, r.pieces, r.heads, r.of_step, r.overhead
+    n = len(material)
+    weight = [recency ** (n - 1 - k) for k in range(n)]
+    covered = set(known)
+    chosen: dict[int, _Chosen] = {}
+    taken: set[int] = set()
+
+    def gain(i: int) -> int:
+        p = pieces[i]
+        return len(p.names - covered) + p.bonus
+
+    def price(i: int) -> tuple[float, int]:
+        """(worth per token, tokens) of taking piece ``i`` now (opening its step costs its first line too)."""
+        p = pieces[i]
+        own = gain(i)
+        value, cost = own, p.cost
+        if p.step not in chosen:
+            cost += overhead
+            h = heads[p.step]
+            if h != i:
+                value += len(pieces[h].names - covered - p.names) + pieces[h].bonus
+                cost += pieces[h].cost
+        if own <= 0:
+            return 0.0, cost
+        return weight[p.step] * value / cost, cost
+
+    def fits(i: int) -> bool:
+        p, c = pieces[i], chosen.get(pieces[i].step)
+        if c is None:
+            return True
+        if p.kind == "said":
+            return c.said_chars + len(p.text) + 1 <= S.MAX_SAID_CHARS
+        if p.kind == "code":
+            return len(c.code) < S.MAX_CODE_LINES
+        if p.kind == "saw":
+            return len(c.saw) < S.MAX_SAW_LINES
+        return c.ran_chars + len(p.text) + 4 <= S.MAX_RAN_CHARS
+
+    def take(i: int) -> None:
+        p = pieces[i]
+        c = chosen.setdefault(p.step, _Chosen())
+        getattr(c, p.kind).append(p.pos)
+        if p.kind == "said":
+            c.said_chars += len(p.text) + 1
+        elif p.kind == "ran":
+            c.ran_chars += len(p.text) + 4
+        taken.add(i)
+        covered.update(p.names)
+
+    def entry(i: int) -> tuple[float, int, int]:
+        return (-price(i)[0], -pieces[i].step, i)
+
+    heap = [entry(i) for i in range(len(pieces))]
+    heapq.heapify(heap)
+    left = budget
+    cheapest = min(p.cost for p in pieces)
+    while heap and left >= cheapest:
+        _, _, i = heapq.heappop(heap)
+        if i in taken:
+            continue
+        worth, cost = price(i)
+        if worth <= 0:
+            continue
+        if heap and worth < -heap[0][0] - 1e-12:  # stale: worth fell since it was queued
+            heapq.heappush(heap, (-worth, -pieces[i].step, i))
+            continue
+        if cost > left or not fits(i):
+            continue
+        opened = pieces[i].step not in chosen
+        if opened and heads[pieces[i].step] != i:
+            take(heads[pieces[i].step])
+        take(i)
+        left -= cost
+        if opened:  # the step's other pieces just got cheaper: queue them at their new worth
+            for j in of_step[pieces[i].step]:
+                if j not in taken:
+                    heapq.heappush(heap, entry(j))
+    return [material[k].step(c.said, c.code, c.ran, c.saw) for k, c in sorted(chosen.items())]
+
+
+__all__ = ["ELLIPSIS", "RECENCY", "Material", "clip", "names", "pack", "read"]

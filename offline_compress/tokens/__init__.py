@@ -1,0 +1,25 @@
+"""Token counting as the target model sees a history: its tokenizer (``gguf``: derived from a GGUF's own vocabulary,
+or a ``tokenizer.json``), its chat template (``chat_template``: Gemma 3, or a Hugging Face folder's), and the exact,
+incremental, cached counter (``counter.TokenCounter``). ``protocol.CountsTokens`` is what the rest of the library
+asks of a counter, so a test or a caller may pass any object with those methods.
+
+The counter and the tokenizer load on first use (``default_counter``), never at import."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .protocol import CountsTokens
+
+_LAZY = {"TokenCounter": "counter", "count_tokens": "counter", "get_counter": "counter", "default_counter": "counter"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["CountsTokens", "TokenCounter", "count_tokens", "default_counter", "get_counter"]

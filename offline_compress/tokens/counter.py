@@ -1,0 +1,237 @@
+"""Exact token counts of a history as the target model sees it, incremental across agent steps.
+
+``count(messages) == bos_tokens + sum(len(encode(segment)))`` over the template's per-message segments, which
+equals ``len(llama.cpp tokenize(full rendering, add_bos=True, special=True))`` because segments meet at special
+tokens (see chat_template.py). Each segment's count is cached (LRU-bounded; see ``TokenCounter``), so after an agent
+appends a message only the new segment is rendered and encoded; unchanged messages cost a dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tokenizers import Tokenizer
+
+from .chat_template import (
+    ChatTemplate,
+    Gemma3Template,
+    HFChatTemplate,
+    MessageLike,
+    PlainMessage,
+    Turn,
+    render_turn,
+    resolve_template,
+    turn_key,
+)
+from .gguf import load_target_tokenizer
+from ..history.messages import Message, valid_utf8
+
+DEFAULT_CACHE_SIZE = 65536  # entries
+DEFAULT_CACHE_CHARS = 64 << 20  # characters of message text that turn keys may keep alive
+
+
+_EMPTY = object()  # key of an empty segment (a folded system message): 0 tokens, never cached or encoded
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+class TokenCounter:
+    """Counts tokens of histories for one target (tokenizer + chat template), caching per-segment counts.
+
+    ``tokenizer``: a ``tokenizers.Tokenizer`` or a spec for ``load_target_tokenizer`` (None: the default model).
+    ``template``: a ``ChatTemplate``, ``"gemma3"`` or a Hugging Face model folder; None picks the folder's own
+    template when ``tokenizer`` names a folder, else Gemma 3.
+
+    The cache maps a segment to its token count. Keys: for Gemma turns the turn's own strings (``turn_key``:
+    Python caches a string's hash and compares by identity first, so an unchanged message costs O(1), no
+    rendering, no hashing of its text); otherwise a 16-byte blake2b digest of the rendered segment. It is an LRU
+    bounded by ``cache_size`` entries and by ``cache_chars`` characters of message text held by keys.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer | str | Path | None = None,
+        template: ChatTemplate | str | Path | None = None,
+        *,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        cache_chars: int = DEFAULT_CACHE_CHARS,
+    ) -> None:
+        if template is None and isinstance(tokenizer, (str, Path)) and Path(tokenizer).is_dir():
+            template = HFChatTemplate(tokenizer)
+        # Anything with tokenizers' encode/encode_batch will do (tests pass a counting wrapper).
+        self.tokenizer = load_target_tokenizer(tokenizer) if tokenizer is None or isinstance(tokenizer, (str, Path)) \
+            else tokenizer
+        self.template: ChatTemplate = resolve_template(template)
+        self.cache_size = max(0, cache_size)
+        self.cache_chars = max(0, cache_chars)
+        self._cache: OrderedDict[Hashable, tuple[int, int]] = OrderedDict()  # key -> (count, chars held)
+        self._chars = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        self.encoded = 0  # texts actually sent to the tokenizer
+        # (messages of the last count, running sums of their per-message counts): see ``count``
+        self._memo: tuple[list[Any], list[int]] = ([], [0])
+
+    # -- cache -------------------------------------------------------------------------------------------
+
+    def _store(self, key: Hashable, count: int, chars: int) -> None:
+        self.misses += 1
+        if key in self._cache or not self.cache_size or chars > self.cache_chars:
+            return
+        self._cache[key] = (count, chars)
+        self._chars += chars
+        while len(self._cache) > self.cache_size or self._chars > self.cache_chars:
+            _, (_, dropped) = self._cache.popitem(last=False)
+            self._chars -= dropped
+
+    def _encode_counts(self, texts: list[str]) -> list[int]:
+        clean = [valid_utf8(t) for t in texts]  # lone surrogates cannot go to the Rust tokenizer
+        self.encoded += len(clean)
+        if len(clean) == 1:
+            return [len(self.tokenizer.encode(clean[0], add_special_tokens=False))]
+        return [len(e) for e in self.tokenizer.encode_batch(clean, add_special_tokens=False)]
+
+    def _count_keyed(self, keys: Sequence[Hashable], render: Callable[[int], str],
+                     chars: Callable[[int], int]) -> list[int]:
+        """Counts for items ``i`` with cache key ``keys[i]``; misses are rendered and encoded in one batch."""
+        counts: list[int] = [0] * len(keys)
+        todo: dict[Hashable, list[int]] = {}
+        cache, hits = self._cache, 0
+        with self._lock:
+            for i, key in enumerate(keys):
+                if key is _EMPTY:
+                    continue
+                entry = cache.get(key)
+                if entry is None:
+                    todo.setdefault(key, []).append(i)
+                else:
+                    cache.move_to_end(key)
+                    counts[i] = entry[0]
+                    hits += 1
+            self.hits += hits
+        if not todo:
+            return counts
+        texts = [render(idx[0]) for idx in todo.values()]
+        new = self._encode_counts(texts)
+        with self._lock:
+            for (key, idx), n in zip(todo.items(), new):
+                for i in idx:
+                    counts[i] = n
+                self._store(key, n, chars(idx[0]))
+        return counts
+
+    # -- text --------------------------------------------------------------------------------------------
+
+    def count_texts(self, texts: Sequence[str]) -> list[int]:
+        """Token counts of plain texts (no BOS), through the cache (keyed by blake2b digests)."""
+        return self._count_keyed([_digest(t) if t else _EMPTY for t in texts], texts.__getitem__, lambda i: 0)
+
+    def count_text(self, text: str) -> int:
+        return self.count_texts([text])[0]
+
+    # -- messages ----------------------------------------------------------------------------------------
+
+    def message_counts(self, messages: Sequence[MessageLike]) -> list[int]:
+        """Tokens each message adds to the rendering (a system message folded into the next user turn: 0, its
+        text counts in that turn). ``template.bos_tokens + sum(...) == count(messages)``."""
+        turns_of = getattr(self.template, "turns", None)
+        if turns_of is None:
+            return self.count_texts(self.template.segments(messages))
+        turns = turns_of(messages)
+        keys: list[Hashable] = []
+        append = keys.append
+        for turn in turns:
+            if not turn[0]:
+                append(_EMPTY)
+            elif type(turn[1]) is PlainMessage and not turn[2]:
+                append(turn)  # the common case, inlined from turn_key (this loop runs for every message)
+            else:
+                key = turn_key(turn)
+                append(key if key is not None else _digest(render_turn(turn)))
+        return self._count_keyed(keys, lambda i: render_turn(turns[i]), lambda i: _turn_chars(turns[i]))
+
+    def count(self, messages: Sequence[MessageLike]) -> int:
+        """Tokens of the whole history as the target sees it, BOS included, no generation prompt.
+
+        A history that extends the previous call's with the very same (immutable) ``Message`` objects costs
+        only its new messages: the counts of the shared prefix are remembered as running sums (an agent step
+        then does O(new) tokenizer work and an O(n) identity scan, instead of O(n) lookups)."""
+        msgs = messages if isinstance(messages, list) else list(messages)
+        if not isinstance(self.template, Gemma3Template):
+            return self.template.bos_tokens + sum(self.message_counts(msgs))
+        with self._lock:
+            prev, sums = self._memo
+        n, limit = 0, min(len(prev), len(msgs))
+        while n < limit and msgs[n] is prev[n] and type(msgs[n]) is Message:
+            n += 1
+        # A trailing system message folds into the next user turn, so its count depends on what follows.
+        while n and _role(msgs[n - 1]) in ("system", "developer"):
+            n -= 1
+        tail = self.message_counts(msgs[n:]) if n < len(msgs) else []
+        new_sums = sums[: n + 1]
+        for c in tail:
+            new_sums.append(new_sums[-1] + c)
+        with self._lock:
+            self._memo = (msgs, new_sums)
+        return self.template.bos_tokens + new_sums[-1]
+
+    def count_message(self, message: MessageLike) -> int:
+        """Tokens of one message rendered as a history of its own (no BOS)."""
+        return sum(self.message_counts([message]))
+
+    def clear_cache(self) -> None:
+        with self._lock:
+            self._cache.clear()
+            self._memo = ([], [0])
+            self._chars = 0
+            self.hits = self.misses = self.encoded = 0
+
+    @property
+    def cache_len(self) -> int:
+        return len(self._cache)
+
+
+def _role(message: Any) -> str | None:
+    return message.get("role") if isinstance(message, Mapping) else getattr(message, "role", None)
+
+
+def _turn_chars(turn: Turn) -> int:
+    """Characters of message text a turn key keeps alive (0 for digest keys, which hold none)."""
+    if turn_key(turn) is None:
+        return 0
+    messages = (turn.message, *turn.prefix)
+    return sum(len(m.content or "") + sum(len(c.function.arguments) for c in m.tool_calls or ()) for m in messages)
+
+
+_counters: dict[str, TokenCounter] = {}
+_counters_lock = threading.Lock()
+
+
+def get_counter(tokenizer_spec: str | Path | None = None) -> TokenCounter:
+    """One shared ``TokenCounter`` per tokenizer spec (so the tokenizer loads and the cache fills once)."""
+    key = str(Path(tokenizer_spec).resolve()) if isinstance(tokenizer_spec, Path) else str(tokenizer_spec)
+    with _counters_lock:
+        if key not in _counters:
+            _counters[key] = TokenCounter(tokenizer_spec)
+        return _counters[key]
+
+
+def default_counter() -> TokenCounter:
+    """The shared counter of the default target (the embedded Gemma's tokenizer and chat template)."""
+    return get_counter(None)
+
+
+def count_tokens(messages: Sequence[MessageLike | Mapping[str, Any]], tokenizer_spec: str | Path | None = None) -> int:
+    """Tokens of ``messages`` for the target named by ``tokenizer_spec`` (None: the default model, Gemma 3)."""
+    return get_counter(tokenizer_spec).count(messages)
+
+
+__all__ = ["TokenCounter", "count_tokens", "default_counter", "get_counter"]
