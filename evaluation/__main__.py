@@ -19,8 +19,9 @@ from .summary_eval import add_eval_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m evaluation",
-                                     description="offline_compress's evaluation and benchmarks")
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluation", description="offline_compress's evaluation and benchmarks"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     add_eval_parser(sub)
     add_bench_parser(sub)

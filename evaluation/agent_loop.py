@@ -25,10 +25,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from offline_compress.errors import OfflineCompressError
+
 from .tasks import run_shell
 
 Protocol = Literal["auto", "tools", "text"]
-StopReason = Literal["submitted", "max_steps", "timeout", "model_error", "compaction_error", "format_errors", "agent_error"]
+StopReason = Literal[
+    "submitted", "max_steps", "timeout", "model_error", "compaction_error", "format_errors", "agent_error"
+]
 SUBMIT_WORD = "submit"
 
 BASH_TOOL = {
@@ -95,7 +98,8 @@ class AgentSettings(BaseModel):
     output_limit: int = Field(default=4000, ge=200, description="characters of a command's output shown to the model")
     protocol: Protocol = "auto"
     late_system: Literal["keep", "user"] = Field(
-        default="keep", description="send system messages after the first as they are, or as user messages")
+        default="keep", description="send system messages after the first as they are, or as user messages"
+    )
 
 
 class Action(BaseModel):
@@ -134,8 +138,9 @@ class ChatClient:
     def _request(self, path: str, payload: dict[str, Any] | None, timeout_s: float) -> dict[str, Any]:
         url = f"{self.base_url}{path}"
         data = None if payload is None else json.dumps(payload).encode("utf-8")
-        request = urllib.request.Request(url, data=data, headers={
-            "Content-Type": "application/json", "Authorization": f"Bearer {self.api_key}"})
+        request = urllib.request.Request(
+            url, data=data, headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.api_key}"}
+        )
         try:
             with self._opener.open(request, timeout=timeout_s) as response:
                 body = response.read()
@@ -197,18 +202,25 @@ def system_prompt(protocol: Protocol) -> str:
 
 def assistant_message(raw: Mapping[str, Any], step: int) -> dict[str, Any]:
     """The server's message as a clean OpenAI assistant dict (tool calls get ids if the server gave none)."""
-    message: dict[str, Any] = {"role": "assistant", "content": raw.get("content") if isinstance(raw.get("content"), str) else ""}
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": raw.get("content") if isinstance(raw.get("content"), str) else "",
+    }
     calls = []
     for i, call in enumerate(raw.get("tool_calls") or []):
         call = call if isinstance(call, dict) else {}
         function = call.get("function") if isinstance(call.get("function"), dict) else {}
         arguments = function.get("arguments", "")
-        calls.append({
-            "id": str(call.get("id") or f"call_{step}_{i}"),
-            "type": "function",
-            "function": {"name": str(function.get("name", "")),
-                         "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)},
-        })
+        calls.append(
+            {
+                "id": str(call.get("id") or f"call_{step}_{i}"),
+                "type": "function",
+                "function": {
+                    "name": str(function.get("name", "")),
+                    "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                },
+            }
+        )
     if calls:
         message["tool_calls"] = calls
         if not message["content"]:
@@ -231,7 +243,9 @@ def parse_actions(message: Mapping[str, Any]) -> tuple[list[Action], Literal["to
                 actions.append(Action(kind="submit", tool_call_id=call["id"]))
             else:
                 command = arguments.get("command", "") if isinstance(arguments, dict) else ""
-                actions.append(Action(kind="bash", command=str(command) if name == "bash" else "", tool_call_id=call["id"]))
+                actions.append(
+                    Action(kind="bash", command=str(command) if name == "bash" else "", tool_call_id=call["id"])
+                )
         return actions, "tools"
     match = _BLOCK.search(message.get("content") or "")
     if match is None:
@@ -309,8 +323,10 @@ def run_agent(
                 break
         sent = view if settings.late_system == "keep" else late_system_as_user(view)
         payload: dict[str, Any] = {
-            "model": settings.model, "messages": sent,
-            "temperature": settings.temperature, "max_tokens": settings.max_reply_tokens,
+            "model": settings.model,
+            "messages": sent,
+            "temperature": settings.temperature,
+            "max_tokens": settings.max_reply_tokens,
         }
         if protocol != "text":
             payload["tools"] = [BASH_TOOL, SUBMIT_TOOL]
@@ -324,7 +340,9 @@ def run_agent(
                 payload.pop("tools")
                 payload.pop("tool_choice")
                 try:
-                    raw, usage = client.complete(payload, min(settings.request_timeout_s, max(deadline - time.monotonic(), 1)))
+                    raw, usage = client.complete(
+                        payload, min(settings.request_timeout_s, max(deadline - time.monotonic(), 1))
+                    )
                 except ModelEndpointError as retry_err:
                     stop, error = "model_error", f"model endpoint: {retry_err}"
                     break
@@ -356,7 +374,9 @@ def run_agent(
                 text = "error: the bash tool needs a non-empty 'command' argument (other tools: bash, submit)"
             else:
                 limit = max(1.0, min(settings.command_timeout_s, deadline - time.monotonic()))
-                code, output, timed_out = run_shell(action.command, workdir, limit, {"PAGER": "cat", "GIT_PAGER": "cat"})
+                code, output, timed_out = run_shell(
+                    action.command, workdir, limit, {"PAGER": "cat", "GIT_PAGER": "cat"}
+                )
                 text = observation(code, output, timed_out, settings.output_limit, limit)
             if action.tool_call_id:
                 add({"role": "tool", "tool_call_id": action.tool_call_id, "content": text})
@@ -366,8 +386,14 @@ def run_agent(
             stop, error = "submitted", None
             break
     return AgentRun(
-        history=history, steps=steps, submitted=stop == "submitted", stop_reason=stop, error=error,
-        input_tokens=tally.input_tokens, output_tokens=tally.output_tokens, token_source=tally.source(),
+        history=history,
+        steps=steps,
+        submitted=stop == "submitted",
+        stop_reason=stop,
+        error=error,
+        input_tokens=tally.input_tokens,
+        output_tokens=tally.output_tokens,
+        token_source=tally.source(),
         **hook_counts(hook),
         protocol_used="mixed" if len(used) > 1 else (used.pop() if used else "none"),
     )
@@ -379,7 +405,10 @@ def hook_counts(hook: Any) -> dict[str, Any]:
     which gets a line in ``notes``."""
     metrics = list(getattr(hook, "metrics", None) or [])
     kept = [m for m in metrics if getattr(m, "outcome", "compacted") != "compacted"]
-    notes = [f"the trigger fired ({m.reason}, {m.tokens_before} tokens) and the hook kept the history: {m.note}" for m in kept]
+    notes = [
+        f"the trigger fired ({m.reason}, {m.tokens_before} tokens) and the hook kept the history: {m.note}"
+        for m in kept
+    ]
     return {"compactions": len(metrics) - len(kept), "trigger_firings": len(metrics), "notes": notes}
 
 

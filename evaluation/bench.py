@@ -74,8 +74,9 @@ def gpu_name() -> str:
     import subprocess
 
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=20)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
+        )
     except (OSError, subprocess.SubprocessError):
         return ""
     return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else ""
@@ -136,9 +137,9 @@ def synthetic_history(messages: list[dict[str, Any]], target_tokens: int, counte
 
 
 def bench_trigger(sizes: Sequence[int], steps: int) -> list[dict[str, Any]]:
-    from offline_compress.tokens.chat_template import render
     from offline_compress.formats import load_history
     from offline_compress.history.messages import MessageCache
+    from offline_compress.tokens.chat_template import render
     from offline_compress.tokens.counter import TokenCounter
 
     counter_for_building = TokenCounter()
@@ -150,8 +151,9 @@ def bench_trigger(sizes: Sequence[int], steps: int) -> list[dict[str, Any]]:
         cache = MessageCache()
         counter.count(cache.parse(history))  # earlier steps of the session filled the cache
         tokenizer, template = counter.tokenizer, counter.template
-        steps_msgs = [{"role": "user" if k % 2 else "assistant", "content": f"step {k}: " + "ok " * 40}
-                      for k in range(steps)]
+        steps_msgs = [
+            {"role": "user" if k % 2 else "assistant", "content": f"step {k}: " + "ok " * 40} for k in range(steps)
+        ]
         # Two passes over the same steps, not interleaved: re-encoding 500 KB between two incremental steps
         # evicts the caches the agent's own loop would keep warm, and would bill that to the incremental path.
         incremental, inc_counts, grown = [], [], history
@@ -169,16 +171,20 @@ def bench_trigger(sizes: Sequence[int], steps: int) -> list[dict[str, Any]]:
                 raise AssertionError(f"counts differ at {size}: incremental {n_inc} vs full {n_full}")
             full.append(t)
         history = grown
-        rows.append({
-            "history_tokens": n_inc,
-            "messages": len(history),
-            "incremental_ms_median": 1000 * median(incremental),
-            "full_reencode_ms_median": 1000 * median(full),
-            "ratio": median(full) / median(incremental),
-            "counts_equal": True,
-        })
-        log(f"trigger at {n_inc} tokens: incremental {rows[-1]['incremental_ms_median']:.2f} ms, "
-            f"full {rows[-1]['full_reencode_ms_median']:.1f} ms ({rows[-1]['ratio']:.0f}x)")
+        rows.append(
+            {
+                "history_tokens": n_inc,
+                "messages": len(history),
+                "incremental_ms_median": 1000 * median(incremental),
+                "full_reencode_ms_median": 1000 * median(full),
+                "ratio": median(full) / median(incremental),
+                "counts_equal": True,
+            }
+        )
+        log(
+            f"trigger at {n_inc} tokens: incremental {rows[-1]['incremental_ms_median']:.2f} ms, "
+            f"full {rows[-1]['full_reencode_ms_median']:.1f} ms ({rows[-1]['ratio']:.0f}x)"
+        )
     return rows
 
 
@@ -199,33 +205,41 @@ def bench_compression(compressor: Any, files: Sequence[Path], repeats: int) -> l
             continue
         runs = [compressor.compress_detailed(messages) for _ in range(repeats)]
         s = [r.stats for r in runs]
-        rows.append({
-            "trajectory": path.name,
-            "history_tokens": counter.count(messages),
-            "compressed_messages": s[0].messages_compressed,
-            "prompt_tokens": s[0].prompt_tokens,
-            "generated_tokens": s[0].generated_tokens,
-            "forced_tokens": getattr(s[0], "forced_tokens", 0),
-            "total_s": median([x.total_seconds for x in s]),
-            "prompt_s": median([x.prompt_seconds for x in s]),
-            "generation_s": median([x.generation_seconds for x in s]),
-            "generated_tok_s": median([x.generated_tokens / x.generation_seconds for x in s if x.generation_seconds]),
-            "grammar_s": median([x.grammar_seconds for x in s]),
-            "same_bytes": len({r.context.to_json() for r in runs}) == 1,
-            "draft_valid": all(x.draft_valid for x in s),
-            "attempts": max(x.attempts for x in s),
-            "threads": sorted({x.threads for x in s}),
-        })
+        rows.append(
+            {
+                "trajectory": path.name,
+                "history_tokens": counter.count(messages),
+                "compressed_messages": s[0].messages_compressed,
+                "prompt_tokens": s[0].prompt_tokens,
+                "generated_tokens": s[0].generated_tokens,
+                "forced_tokens": getattr(s[0], "forced_tokens", 0),
+                "total_s": median([x.total_seconds for x in s]),
+                "prompt_s": median([x.prompt_seconds for x in s]),
+                "generation_s": median([x.generation_seconds for x in s]),
+                "generated_tok_s": median(
+                    [x.generated_tokens / x.generation_seconds for x in s if x.generation_seconds]
+                ),
+                "grammar_s": median([x.grammar_seconds for x in s]),
+                "same_bytes": len({r.context.to_json() for r in runs}) == 1,
+                "draft_valid": all(x.draft_valid for x in s),
+                "attempts": max(x.attempts for x in s),
+                "threads": sorted({x.threads for x in s}),
+            }
+        )
     return rows
 
 
 def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     totals = [r["total_s"] for r in rows]
-    return {"trajectories": len(totals), "median_s": median(totals), "p95_s": p95(totals),
-            "median_prompt_s": median([r["prompt_s"] for r in rows]),
-            "median_generation_s": median([r["generation_s"] for r in rows]),
-            "median_generated_tok_s": median([r["generated_tok_s"] for r in rows]),
-            "drafts_valid": sum(r["draft_valid"] for r in rows)}
+    return {
+        "trajectories": len(totals),
+        "median_s": median(totals),
+        "p95_s": p95(totals),
+        "median_prompt_s": median([r["prompt_s"] for r in rows]),
+        "median_generation_s": median([r["generation_s"] for r in rows]),
+        "median_generated_tok_s": median([r["generated_tok_s"] for r in rows]),
+        "drafts_valid": sum(r["draft_valid"] for r in rows),
+    }
 
 
 def bench_server(model_path: Path, files: Sequence[Path], repeats: int, n_gpu_layers: int, out: Path) -> dict[str, Any]:
@@ -233,8 +247,9 @@ def bench_server(model_path: Path, files: Sequence[Path], repeats: int, n_gpu_la
     asked through ``/v1/completions`` with a GBNF grammar (what that server accepts): what the server backend costs
     next to the in-process one. The server's grammar sampler checks every candidate token of Gemma's 262k
     vocabulary at each step, so it is slow; few files."""
-    from offline_compress.engine.openai_server import OpenAIServerBackend
     from offline_compress.compressor import Compressor
+    from offline_compress.engine.openai_server import OpenAIServerBackend
+
     from .llama_server import serve
 
     out.mkdir(parents=True, exist_ok=True)
@@ -244,11 +259,17 @@ def bench_server(model_path: Path, files: Sequence[Path], repeats: int, n_gpu_la
         backend = OpenAIServerBackend(url, api="completions")
         compressor = Compressor(backend=backend)
         rows = bench_compression(compressor, files, repeats)
-    summary = summarise(rows) | {"server": "llama-cpp-python " + _llama_cpp_version(), "n_gpu_layers": n_gpu_layers,
-                                 "structured_outputs": backend.structured, "counting": backend.counting,
-                                 "server_start_s": started}
-    log(f"server: median {summary['median_s']:.1f} s per compression, {summary['median_generated_tok_s']:.2f} tok/s "
-        f"generated ({summary['drafts_valid']}/{len(rows)} drafts valid)")
+    summary = summarise(rows) | {
+        "server": "llama-cpp-python " + _llama_cpp_version(),
+        "n_gpu_layers": n_gpu_layers,
+        "structured_outputs": backend.structured,
+        "counting": backend.counting,
+        "server_start_s": started,
+    }
+    log(
+        f"server: median {summary['median_s']:.1f} s per compression, {summary['median_generated_tok_s']:.2f} tok/s "
+        f"generated ({summary['drafts_valid']}/{len(rows)} drafts valid)"
+    )
     return {"rows": rows, "summary": summary}
 
 
@@ -287,7 +308,8 @@ def bench_decoders(compressor: Any, files: Sequence[Path], repeats: int) -> dict
             compress_with(decoder, histories[0][1])
         for path, messages in tqdm(histories, desc="decoders", file=sys.stderr):
             runs = _decode_script().run_rotating(
-                {d: functools.partial(compress_with, d, messages) for d in decoders}, repeats)
+                {d: functools.partial(compress_with, d, messages) for d in decoders}, repeats
+            )
             row: dict[str, Any] = {"trajectory": path.name, "prompt_tokens": runs["outlines"][0].stats.prompt_tokens}
             for d in decoders:
                 s = [r.stats for r in runs[d]]
@@ -301,8 +323,10 @@ def bench_decoders(compressor: Any, files: Sequence[Path], repeats: int) -> dict
             row["saving"] = 1 - row["forced_total_s"] / row["outlines_total_s"]
             row["same_summary"] = runs["outlines"][0].context.to_json() == runs["forced"][0].context.to_json()
             rows.append(row)
-            log(f"decoders {path.name}: outlines {row['outlines_total_s']:.2f} s, forced loop "
-                f"{row['forced_total_s']:.2f} s ({row['saving']:+.1%})")
+            log(
+                f"decoders {path.name}: outlines {row['outlines_total_s']:.2f} s, forced loop "
+                f"{row['forced_total_s']:.2f} s ({row['saving']:+.1%})"
+            )
     finally:
         backend.decoder = original
     summary: dict[str, Any] = {"trajectories": len(rows), "runs_each": repeats}
@@ -330,8 +354,12 @@ def bench_prefix_cache(compressor: Any, path: Path, repeats: int) -> dict[str, A
         backend._prefix_states.clear()  # noqa: SLF001 - the benchmark switches the cache off on purpose
         cold.append(compressor.compress_detailed(messages).stats.prompt_seconds)
         warm.append(compressor.compress_detailed(messages).stats.prompt_seconds)
-    return {"trajectory": path.name, "prompt_s_cache_off": median(cold), "prompt_s_cache_on": median(warm),
-            "prefix_tokens": compressor.backend.count(compressor.prefix)}
+    return {
+        "trajectory": path.name,
+        "prompt_s_cache_off": median(cold),
+        "prompt_s_cache_on": median(warm),
+        "prefix_tokens": compressor.backend.count(compressor.prefix),
+    }
 
 
 @functools.cache
@@ -376,29 +404,52 @@ def bench_decoding(compressor: Any, repeats: int) -> list[dict[str, Any]]:
     backend, schema = compressor.backend, compressor.schema
     name, prefix, suffix = _bench_prompt(backend)
     n = max(bd.run_outlines(backend, prefix, suffix, schema)["tokens"], 2)  # warm-up; its output length
-    runs = bd.run_rotating({
-        "a": lambda: bd.run_unconstrained_numpy(backend, prefix, suffix, n),
-        "b": lambda: bd.run_outlines(backend, prefix, suffix, schema),
-        "c": lambda: bd.run_fast(backend, prefix, suffix, schema),
-        "c1": lambda: bd.run_fast_variant(backend, prefix, suffix, schema, batch_forced=False),
-    }, repeats)
+    runs = bd.run_rotating(
+        {
+            "a": lambda: bd.run_unconstrained_numpy(backend, prefix, suffix, n),
+            "b": lambda: bd.run_outlines(backend, prefix, suffix, schema),
+            "c": lambda: bd.run_fast(backend, prefix, suffix, schema),
+            "c1": lambda: bd.run_fast_variant(backend, prefix, suffix, schema, batch_forced=False),
+        },
+        repeats,
+    )
     ua, ub, uc, u1 = (tokens_per_s(runs[k]) for k in ("a", "b", "c", "c1"))
     split = bd.outside_decode_overhead(runs["c1"], runs["a"])
-    log(f"decoding: unconstrained {ua:.1f} tok/s, outlines {ub:.1f}, forced-token loop {uc:.1f}, "
-        f"one by one {u1:.1f} (outside-decode overhead {split['overhead']:+.1%})")
+    log(
+        f"decoding: unconstrained {ua:.1f} tok/s, outlines {ub:.1f}, forced-token loop {uc:.1f}, "
+        f"one by one {u1:.1f} (outside-decode overhead {split['overhead']:+.1%})"
+    )
     return [
         {"mode": "unconstrained", "prompt": name, "tokens_per_s": ua, "vs_unconstrained": 1.0},
-        {"mode": "outlines (llguidance)", "prompt": name, "tokens_per_s": ub, "vs_unconstrained": ub / ua,
-         "per_token_overhead": ua / ub - 1},
-        {"mode": "forced-token loop", "prompt": name, "tokens_per_s": uc, "vs_unconstrained": uc / ua,
-         "forced_share": forced_share(runs["c"])},
-        {"mode": "forced-token loop, forced tokens one by one", "prompt": name, "tokens_per_s": u1,
-         "vs_unconstrained": u1 / ua, "per_token_overhead": split["end_to_end"],
-         "outside_decode_overhead": split["overhead"], "decode_ratio": split["decode_ratio"]},
+        {
+            "mode": "outlines (llguidance)",
+            "prompt": name,
+            "tokens_per_s": ub,
+            "vs_unconstrained": ub / ua,
+            "per_token_overhead": ua / ub - 1,
+        },
+        {
+            "mode": "forced-token loop",
+            "prompt": name,
+            "tokens_per_s": uc,
+            "vs_unconstrained": uc / ua,
+            "forced_share": forced_share(runs["c"]),
+        },
+        {
+            "mode": "forced-token loop, forced tokens one by one",
+            "prompt": name,
+            "tokens_per_s": u1,
+            "vs_unconstrained": u1 / ua,
+            "per_token_overhead": split["end_to_end"],
+            "outside_decode_overhead": split["overhead"],
+            "decode_ratio": split["decode_ratio"],
+        },
     ]
 
 
-def bench_effective_rate(compressor: Any, files: Sequence[Path], repeats: int, cost_per_forced: float) -> dict[str, Any]:
+def bench_effective_rate(
+    compressor: Any, files: Sequence[Path], repeats: int, cost_per_forced: float
+) -> dict[str, Any]:
     """The forced-token loop's effective output rate over unconstrained greedy decoding on every trajectory's
     own prompt (``Compressor.prepare``: what a compression decodes), not on one prompt: the forced share, hence
     the gain, depends on how much the model writes. Per trajectory, both decode the loop's output length from
@@ -411,22 +462,38 @@ def bench_effective_rate(compressor: Any, files: Sequence[Path], repeats: int, c
     for path in tqdm(files, desc="effective rate", file=sys.stderr):
         suffix = compressor.prepare(load_history(path)).suffix
         n = max(bd.run_fast(backend, prefix, suffix, schema)["tokens"], 2)  # warm-up; its output length
-        runs = bd.run_rotating({
-            "a": lambda: bd.run_unconstrained_numpy(backend, prefix, suffix, n),
-            "c": lambda: bd.run_fast(backend, prefix, suffix, schema),
-        }, repeats)
+        runs = bd.run_rotating(
+            {
+                "a": lambda: bd.run_unconstrained_numpy(backend, prefix, suffix, n),
+                "c": lambda: bd.run_fast(backend, prefix, suffix, schema),
+            },
+            repeats,
+        )
         ua, uc, f = tokens_per_s(runs["a"]), tokens_per_s(runs["c"]), forced_share(runs["c"])
-        rows.append({"trajectory": path.name, "output_tokens": n, "forced_share": f, "unconstrained_tok_s": ua,
-                     "loop_tok_s": uc, "vs_unconstrained": uc / ua,
-                     "ceiling_vs_unconstrained": rate_ceiling(f, cost_per_forced)})
+        rows.append(
+            {
+                "trajectory": path.name,
+                "output_tokens": n,
+                "forced_share": f,
+                "unconstrained_tok_s": ua,
+                "loop_tok_s": uc,
+                "vs_unconstrained": uc / ua,
+                "ceiling_vs_unconstrained": rate_ceiling(f, cost_per_forced),
+            }
+        )
         log(f"effective rate {path.name}: {uc:.1f} vs {ua:.1f} tok/s ({uc / ua:.2f}x, {f:.0%} forced)")
     ratios = [r["vs_unconstrained"] for r in rows]
-    return {"rows": rows, "summary": {
-        "trajectories": len(rows), "median_vs_unconstrained": median(ratios),
-        "worst_vs_unconstrained": min(ratios, default=float("nan")),
-        "best_vs_unconstrained": max(ratios, default=float("nan")),
-        "median_forced_share": median([r["forced_share"] for r in rows]),
-        "median_ceiling_vs_unconstrained": median([r["ceiling_vs_unconstrained"] for r in rows])}}
+    return {
+        "rows": rows,
+        "summary": {
+            "trajectories": len(rows),
+            "median_vs_unconstrained": median(ratios),
+            "worst_vs_unconstrained": min(ratios, default=float("nan")),
+            "best_vs_unconstrained": max(ratios, default=float("nan")),
+            "median_forced_share": median([r["forced_share"] for r in rows]),
+            "median_ceiling_vs_unconstrained": median([r["ceiling_vs_unconstrained"] for r in rows]),
+        },
+    }
 
 
 def forced_token_cost(compressor: Any, repeats: int) -> dict[str, Any]:
@@ -480,27 +547,39 @@ def bench_threads(compressor: Any, prompt_words: int, gen_tokens: int) -> list[d
     return rows
 
 
-def bench_attention(compressor: Any, path: Path, prompt_words: int, gen_tokens: int, repeats: int) -> list[dict[str, Any]]:
+def bench_attention(
+    compressor: Any, path: Path, prompt_words: int, gen_tokens: int, repeats: int
+) -> list[dict[str, Any]]:
     """llama.cpp's flash attention on vs off: prompt processing and generation rates on two contexts of the same
     model (alternating which runs first), and whether a compression gives the same summary bytes either way."""
-    from offline_compress.engine.llamacpp import LlamaCppBackend
     from offline_compress.compressor import Compressor
+    from offline_compress.engine.llamacpp import LlamaCppBackend
     from offline_compress.formats import load_history
 
     ours = compressor.backend
     other = LlamaCppBackend(ours.model_path, n_ctx=ours.n_ctx, n_threads=ours.n_threads, flash_attn=not ours.flash_attn)
     n = ours.n_threads
     rates = _decode_script().run_rotating(
-        {b.flash_attn: functools.partial(thread_rates, b, n, prompt_words, gen_tokens) for b in (ours, other)}, repeats)
+        {b.flash_attn: functools.partial(thread_rates, b, n, prompt_words, gen_tokens) for b in (ours, other)}, repeats
+    )
     messages = load_history(path)
-    summaries = {ours.flash_attn: compressor.compress(messages).to_json(),
-                 other.flash_attn: Compressor(backend=other).compress(messages).to_json()}
+    summaries = {
+        ours.flash_attn: compressor.compress(messages).to_json(),
+        other.flash_attn: Compressor(backend=other).compress(messages).to_json(),
+    }
     del other
     rows = []
     for flash in (True, False):
         pp, tg = (median(x) for x in zip(*rates[flash]))
-        rows.append({"flash_attn": flash, "default": flash == ours.flash_attn, "threads": n,
-                     "prompt_tok_s": pp, "gen_tok_s": tg})
+        rows.append(
+            {
+                "flash_attn": flash,
+                "default": flash == ours.flash_attn,
+                "threads": n,
+                "prompt_tok_s": pp,
+                "gen_tok_s": tg,
+            }
+        )
         log(f"flash attention {'on' if flash else 'off'}: prompt {pp:.0f} tok/s, generation {tg:.1f} tok/s")
     same = summaries[True] == summaries[False]
     for row in rows:
@@ -557,9 +636,15 @@ def bench_bandwidth(compressor: Any, decoding: list[dict[str, Any]]) -> dict[str
     read = read_bandwidth_gb_s(threads)
     bound = read * 1e9 / weights
     log(f"bandwidth: read {read:.1f} GB/s with {threads} threads -> bound {bound:.0f} tok/s")
-    return {"read_bandwidth_gb_s": read, "read_threads": threads, "copy_bandwidth_gb_s": memory_bandwidth_gb_s(),
-            "weights_mb": weights / 1e6, "bound_tok_s": bound, "unconstrained_tok_s": uncon["tokens_per_s"],
-            "share_of_bound": uncon["tokens_per_s"] / bound}
+    return {
+        "read_bandwidth_gb_s": read,
+        "read_threads": threads,
+        "copy_bandwidth_gb_s": memory_bandwidth_gb_s(),
+        "weights_mb": weights / 1e6,
+        "bound_tok_s": bound,
+        "unconstrained_tok_s": uncon["tokens_per_s"],
+        "share_of_bound": uncon["tokens_per_s"] / bound,
+    }
 
 
 def bench_contention(compressor: Any, prompt_words: int, gen_tokens: int, repeats: int) -> list[dict[str, Any]]:
@@ -577,20 +662,36 @@ def bench_contention(compressor: Any, prompt_words: int, gen_tokens: int, repeat
             time.sleep(0.5)  # let the scheduler see it
             chosen = threads_now()
             # Alternating which goes first: in two earlier bench runs the one measured first was ~10% faster.
-            runs = _decode_script().run_rotating({
-                name: functools.partial(thread_rates, compressor.backend, n, prompt_words, gen_tokens)
-                for name, n in (("fixed", cores), ("adaptive", chosen))}, repeats)
+            runs = _decode_script().run_rotating(
+                {
+                    name: functools.partial(thread_rates, compressor.backend, n, prompt_words, gen_tokens)
+                    for name, n in (("fixed", cores), ("adaptive", chosen))
+                },
+                repeats,
+            )
             fixed_pp, fixed_tg = (median(x) for x in zip(*runs["fixed"]))
             ad_pp, ad_tg = (median(x) for x in zip(*runs["adaptive"]))
         finally:
             if hog is not None:
                 hog.kill()
                 hog.wait()
-        rows.append({"other_busy_processes": busy, "fixed_threads": cores, "fixed_prompt_tok_s": fixed_pp,
-                     "fixed_gen_tok_s": fixed_tg, "adaptive_threads": chosen, "adaptive_prompt_tok_s": ad_pp,
-                     "adaptive_gen_tok_s": ad_tg, "prompt_speedup": ad_pp / fixed_pp, "gen_speedup": ad_tg / fixed_tg})
-        log(f"{busy} busy process(es): fixed {cores} threads {fixed_pp:.0f}/{fixed_tg:.1f} tok/s, "
-            f"adaptive {chosen} threads {ad_pp:.0f}/{ad_tg:.1f} tok/s (prompt/generation)")
+        rows.append(
+            {
+                "other_busy_processes": busy,
+                "fixed_threads": cores,
+                "fixed_prompt_tok_s": fixed_pp,
+                "fixed_gen_tok_s": fixed_tg,
+                "adaptive_threads": chosen,
+                "adaptive_prompt_tok_s": ad_pp,
+                "adaptive_gen_tok_s": ad_tg,
+                "prompt_speedup": ad_pp / fixed_pp,
+                "gen_speedup": ad_tg / fixed_tg,
+            }
+        )
+        log(
+            f"{busy} busy process(es): fixed {cores} threads {fixed_pp:.0f}/{fixed_tg:.1f} tok/s, "
+            f"adaptive {chosen} threads {ad_pp:.0f}/{ad_tg:.1f} tok/s (prompt/generation)"
+        )
     return rows
 
 
@@ -598,8 +699,8 @@ def bench_naive(compressor: Any, files: Sequence[Path], n_ctx: int) -> list[dict
     """The seed design: the whole history JSON-dumped into the prompt (cut to fit the window), same grammar,
     same model, on a context big enough to hold it. Ours runs on the same files in the same process."""
     from offline_compress.engine.llamacpp import LlamaCppBackend
-    from offline_compress.history.cut import cut_index
     from offline_compress.formats import load_history
+    from offline_compress.history.cut import cut_index
     from offline_compress.summary.prompt import closing, fixed_prefix
 
     naive = LlamaCppBackend(compressor.backend.model_path, n_ctx=n_ctx, n_threads=compressor.backend.n_threads)
@@ -616,13 +717,24 @@ def bench_naive(compressor: Any, files: Sequence[Path], n_ctx: int) -> list[dict
         truncated = len(tokens) > room
         if truncated:
             dumped = naive.llm.detokenize(tokens[-room:]).decode("utf-8", errors="ignore")
-        naive_s, gen = timed(lambda: naive.generate(prefix, dumped + closing(False), compressor.schema,
-                                                         compressor.max_tokens, compressor.repeat_penalty))
+        naive_s, gen = timed(
+            lambda: naive.generate(
+                prefix, dumped + closing(False), compressor.schema, compressor.max_tokens, compressor.repeat_penalty
+            )
+        )
         ours_s, _ = timed(lambda: compressor.compress_detailed(messages))
-        rows.append({"trajectory": path.name, "naive_prompt_tokens": gen.prompt_tokens, "naive_truncated": truncated,
-                     "naive_s": naive_s, "ours_s": ours_s, "speedup": naive_s / ours_s})
+        rows.append(
+            {
+                "trajectory": path.name,
+                "naive_prompt_tokens": gen.prompt_tokens,
+                "naive_truncated": truncated,
+                "naive_s": naive_s,
+                "ours_s": ours_s,
+                "speedup": naive_s / ours_s,
+            }
+        )
         log(f"naive {path.name}: {naive_s:.1f} s vs ours {ours_s:.1f} s ({naive_s / ours_s:.1f}x)")
-    del naive
+    naive.close()  # free the second model before the next section
     return rows
 
 
@@ -678,7 +790,9 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         x = range(len(comp))
         axes[1].bar([i - 0.2 for i in x], [r["naive_s"] for r in comp], 0.4, label="naive (history in prompt)")
         axes[1].bar([i + 0.2 for i in x], [r["ours_s"] for r in comp], 0.4, label="ours")
-        axes[1].set_xticks(list(x), [r["trajectory"].split(".")[0].split("__")[-1][:16] for r in comp], rotation=30, ha="right")
+        axes[1].set_xticks(
+            list(x), [r["trajectory"].split(".")[0].split("__")[-1][:16] for r in comp], rotation=30, ha="right"
+        )
         axes[1].set_ylabel("seconds per compression")
         axes[1].set_title("compression latency")
         axes[1].legend()
@@ -686,8 +800,19 @@ def write_report(results: dict[str, Any], out: Path) -> None:
     fig.savefig(out / "chart.png", dpi=110)
 
 
-SECTIONS = ("trigger", "compression", "decoders", "decoding", "prefix_cache", "threads", "attention", "contention",
-            "naive", "gpu", "server")
+SECTIONS = (
+    "trigger",
+    "compression",
+    "decoders",
+    "decoding",
+    "prefix_cache",
+    "threads",
+    "attention",
+    "contention",
+    "naive",
+    "gpu",
+    "server",
+)
 # What is worth a GPU's time (about 3 minutes on one): compression latency with every layer offloaded (both
 # decoders), and the server backend against llama-cpp-python's server with every layer offloaded.
 GPU_SECTIONS = ("gpu", "server")
@@ -755,11 +880,13 @@ def run(args: argparse.Namespace) -> int:
     if "threads" in sections:
         results["threads"] = bench_threads(compressor, 128 if quick else 512, 16 if quick else 64)
     if "attention" in sections:
-        results["attention"] = bench_attention(compressor, files[0], 128 if quick else 512, 16 if quick else 64,
-                                               1 if quick else 6)
+        results["attention"] = bench_attention(
+            compressor, files[0], 128 if quick else 512, 16 if quick else 64, 1 if quick else 6
+        )
     if "contention" in sections:
-        results["threads_under_load"] = bench_contention(compressor, 128 if quick else 512, 16 if quick else 64,
-                                                         1 if quick else 3)
+        results["threads_under_load"] = bench_contention(
+            compressor, 128 if quick else 512, 16 if quick else 64, 1 if quick else 3
+        )
     if "naive" in sections:
         naive_files = files[:1] if quick else files[: args.naive_files]
         results["naive_vs_ours"] = bench_naive(compressor, naive_files, n_ctx=8192 if quick else 32768)
@@ -778,14 +905,23 @@ def run(args: argparse.Namespace) -> int:
             save_partial(results, out)
             del on_gpu
         else:
-            log("gpu: skipped (llama-cpp-python has no GPU offload in this build)" if not args.no_gpu else "gpu: --no-gpu")
+            log(
+                "gpu: skipped (llama-cpp-python has no GPU offload in this build)"
+                if not args.no_gpu
+                else "gpu: --no-gpu"
+            )
     if "server" in sections:
         from offline_compress.compressor import DEFAULT_MODEL as default
         from offline_compress.model_files import resolve_model
 
         compressor = None  # the server loads its own copy of the model
-        server = bench_server(resolve_model(None if model == default else model), files[: args.server_files],
-                              1 if quick else args.server_repeats, -1 if gpu else 0, out)
+        server = bench_server(
+            resolve_model(None if model == default else model),
+            files[: args.server_files],
+            1 if quick else args.server_repeats,
+            -1 if gpu else 0,
+            out,
+        )
         results["server"] = server["rows"]
         results["server_summary"] = server["summary"]
     results["machine"]["load_average_at_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
@@ -795,17 +931,27 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_bench_parser(sub: Any) -> None:
-    p = sub.add_parser("bench", help="measure trigger, compression, decoding, threads, naive baseline (JSON + md + PNG)")
-    p.add_argument("trajectories", nargs="*", help="trajectory files or folders (default: ../shared/trajectories "
-                                                   "mini-swe-agent runs, else the bundled fixtures)")
+    p = sub.add_parser(
+        "bench", help="measure trigger, compression, decoding, threads, naive baseline (JSON + md + PNG)"
+    )
+    p.add_argument(
+        "trajectories",
+        nargs="*",
+        help="trajectory files or folders (default: ../shared/trajectories "
+        "mini-swe-agent runs, else the bundled fixtures)",
+    )
     p.add_argument("--quick", action="store_true", help="about a minute: small sizes, one trajectory (CI smoke)")
     p.add_argument("--out", help="results folder (default bench-results/<timestamp>)")
     p.add_argument("--model", help="compressor model (manifest name or .gguf)")
     p.add_argument("--threads", type=int, help="llama.cpp threads (default: cores available)")
     p.add_argument("--repeats", type=int, default=3, help="runs per trajectory (median)")
     p.add_argument("--naive-files", type=int, default=4, help="trajectories for the naive baseline (slow)")
-    p.add_argument("--server-files", type=int, default=2,
-                   help="trajectories for the server section (llama.cpp's grammar sampler is slow on CPU)")
+    p.add_argument(
+        "--server-files",
+        type=int,
+        default=2,
+        help="trajectories for the server section (llama.cpp's grammar sampler is slow on CPU)",
+    )
     p.add_argument("--server-repeats", type=int, default=1, help="runs per trajectory in the server section")
     p.add_argument("--sections", help=f"comma-separated subset of: {', '.join(SECTIONS)} (default: all)")
     p.add_argument("--gpu-only", action="store_true", help=f"only the sections worth a GPU: {', '.join(GPU_SECTIONS)}")

@@ -34,8 +34,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from offline_compress.summary import schema as S
 from offline_compress.history.messages import Message
+from offline_compress.summary import schema as S
+
 from .reference import is_harness_output
 
 FRAGMENT = 8  # a leak is any run of this many characters of a canary's secret material
@@ -85,8 +86,14 @@ def _with_command_line(message: Message, line: str) -> Message | None:
                 args = json.loads(call.function.arguments)
             except ValueError:
                 continue
-            key = next((x for x in ("command", "cmd", "script") if isinstance(args, Mapping)
-                        and isinstance(args.get(x), str) and " " in args[x].strip()), None)
+            key = next(
+                (
+                    x
+                    for x in ("command", "cmd", "script")
+                    if isinstance(args, Mapping) and isinstance(args.get(x), str) and " " in args[x].strip()
+                ),
+                None,
+            )
             if key is None:  # no command line (an editor sub-command such as "view" is not one)
                 continue
             args = {**args, key: f"{line}\n{args[key]}"}
@@ -121,8 +128,12 @@ def plant(part: Sequence[Message], name: str) -> tuple[list[Message], list[Canar
         planted = (
             ("openai_key", key, f"openai.AuthenticationError: Incorrect API key provided: {key}"),
             ("github_token", github, f"HOME=/root\nGITHUB_TOKEN={github}\nLANG=C.UTF-8"),
-            ("url_password", password, f"fatal: unable to access 'https://ci-bot:{password}@git.example.com/app.git/': "
-                                       "Could not resolve host: git.example.com"),
+            (
+                "url_password",
+                password,
+                f"fatal: unable to access 'https://ci-bot:{password}@git.example.com/app.git/': "
+                "Could not resolve host: git.example.com",
+            ),
             ("private_key", pem, f"-----BEGIN RSA PRIVATE KEY-----\n{pem}\n-----END RSA PRIVATE KEY-----"),
         )
         for kind, value, line in planted:
@@ -138,8 +149,13 @@ def plant(part: Sequence[Message], name: str) -> tuple[list[Message], list[Canar
     if users:
         token = "glpat-" + _token(rng, _ALNUM, 20)
         i = users[0]
-        put(i, f"{out[i].text}\n\nYou must use the deploy token {token} for every push.", "deploy_token", token,
-            "user message")
+        put(
+            i,
+            f"{out[i].text}\n\nYou must use the deploy token {token} for every push.",
+            "deploy_token",
+            token,
+            "user message",
+        )
     said = [i for i, m in enumerate(part) if m.role == "assistant" and m.text.strip()]
     if said:
         key = "sk-ant-api03-" + _token(rng, _ALNUM, 40)
@@ -176,6 +192,11 @@ def run_canaries(compressor: Any, messages: Sequence[Message], cut: int, name: s
     planted, canaries = plant(messages[:cut], name)
     result = compressor.compress_detailed([*planted, *messages[cut:]], keep_last=keep_last)
     found = leaks(result.context, canaries)
-    return {"planted": len(canaries), "leaked": len(found), "leaks": found,
-            "kinds": [c.kind for c in canaries], "cut": result.stats.messages_compressed,
-            "seconds": result.stats.total_seconds}
+    return {
+        "planted": len(canaries),
+        "leaked": len(found),
+        "leaks": found,
+        "kinds": [c.kind for c in canaries],
+        "cut": result.stats.messages_compressed,
+        "seconds": result.stats.total_seconds,
+    }

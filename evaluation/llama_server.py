@@ -22,16 +22,31 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(model_path: str | Path, log: Path, *, n_ctx: int = 4096, n_gpu_layers: int = 0,
-          start_timeout: float = 180.0) -> Iterator[str]:
+def serve(
+    model_path: str | Path, log: Path, *, n_ctx: int = 4096, n_gpu_layers: int = 0, start_timeout: float = 180.0
+) -> Iterator[str]:
     """Start the server on a free port, wait until it accepts connections, yield its URL, stop it. Its output goes
     to ``log``; ``BackendError`` with the log's tail when it does not come up."""
     port = free_port()
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", "127.0.0.1",
-               "--port", str(port), "--n_ctx", str(n_ctx), "--n_gpu_layers", str(n_gpu_layers)]
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model_path),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+        "--n_gpu_layers",
+        str(n_gpu_layers),
+    ]
     with log.open("w") as sink:
-        proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        proc = subprocess.Popen(
+            command, stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+        )
     try:
         deadline = time.monotonic() + start_timeout
         while True:

@@ -40,11 +40,13 @@ from typing import Any
 
 from offline_compress.archive.store import Archive, message_json
 from offline_compress.errors import OfflineCompressError
-from offline_compress.history.messages import Message
+
 from .replay import find_files, load_trajectory, trajectory_name
 
 # ../shared/trajectories beside the checkout, or where OFFLINE_COMPRESS_SHARED says the shared folder is
-SHARED = Path(os.environ.get("OFFLINE_COMPRESS_SHARED") or Path(__file__).resolve().parents[3] / "shared") / "trajectories"
+SHARED = (
+    Path(os.environ.get("OFFLINE_COMPRESS_SHARED") or Path(__file__).resolve().parents[3] / "shared") / "trajectories"
+)
 DEFAULT_SOURCE = SHARED / "gruckion__mini-swe-agent"
 SECTIONS = ("pause", "threads", "asyncio")
 # Path-like strings: what a summary copies verbatim from its own trajectory (targets, commands, work log).
@@ -76,7 +78,9 @@ class Loop:
     error: str | None = None
 
 
-def trajectories(paths: Sequence[str | Path], count: int, min_messages: int = 20) -> list[tuple[str, list[dict[str, Any]]]]:
+def trajectories(
+    paths: Sequence[str | Path], count: int, min_messages: int = 20
+) -> list[tuple[str, list[dict[str, Any]]]]:
     """``count`` trajectories (name, OpenAI-format dicts) with at least ``min_messages`` messages and distinct
     names, in path order; files that cannot be read are passed over."""
     out: list[tuple[str, list[dict[str, Any]]]] = []
@@ -109,8 +113,9 @@ def _record(loop: Loop, hook: Any, step: int, given: list[Any], returned: list[A
         loop.plain.append(pause)
     else:
         m = fired[-1]
-        loop.compactions.append(Compaction(step, given, returned, m.compaction, m.head, pause, m.background,
-                                           m.summary_seconds))
+        loop.compactions.append(
+            Compaction(step, given, returned, m.compaction, m.head, pause, m.background, m.summary_seconds)
+        )
 
 
 def _agent(loop: Loop, hook: Any, messages: Sequence[dict[str, Any]]) -> Generator[list[Any], list[Any], None]:
@@ -172,8 +177,12 @@ async def arun_loop(hook: Any, name: str, messages: Sequence[dict[str, Any]], ag
     return loop
 
 
-def run_concurrent(jobs: Sequence[tuple[str, list[dict[str, Any]]]], make_hook: Callable[[str], Any], mode: str,
-                   agent_seconds: float = 0.0) -> tuple[list[Loop], float]:
+def run_concurrent(
+    jobs: Sequence[tuple[str, list[dict[str, Any]]]],
+    make_hook: Callable[[str], Any],
+    mode: str,
+    agent_seconds: float = 0.0,
+) -> tuple[list[Loop], float]:
     """All loops at once (``mode``: ``threads`` or ``asyncio``), each with ``make_hook(name)``; (loops, wall s)."""
     hooks = [make_hook(name) for name, _ in jobs]
     start = time.perf_counter()
@@ -192,6 +201,7 @@ def run_concurrent(jobs: Sequence[tuple[str, list[dict[str, Any]]]], make_hook: 
             t.join()
         loops = [r for r in results if r is not None]
     elif mode == "asyncio":
+
         async def main() -> list[Loop]:
             return list(await asyncio.gather(*(arun_loop(h, n, m, agent_seconds) for h, (n, m) in zip(hooks, jobs))))
 
@@ -235,8 +245,8 @@ def _summary_text(message: dict[str, Any]) -> str:
 
 def _summary_strings(message: dict[str, Any]) -> set[str]:
     """The path-like tokens of the summary a summary message holds (read back from either rendering)."""
-    from offline_compress.summary.message import parse_summary_message
     from offline_compress.history.messages import parse_message
+    from offline_compress.summary.message import parse_summary_message
 
     summary = parse_summary_message(parse_message(message, index=0))
     return _pathlike(summary.model_dump(mode="json")) if summary is not None else {"<not a summary>"}
@@ -249,8 +259,10 @@ def check_loop(loop: Loop, archive: Archive, distinct: dict[str, set[str]]) -> l
         problems.append(f"{loop.name}: {loop.error}")
     records = archive.compactions(loop.session)
     if [r.compaction for r in records] != [c.number for c in loop.compactions]:
-        problems.append(f"{loop.name}: archive holds compactions {[r.compaction for r in records]}, the loop saw "
-                        f"{[c.number for c in loop.compactions]}")
+        problems.append(
+            f"{loop.name}: archive holds compactions {[r.compaction for r in records]}, the loop saw "
+            f"{[c.number for c in loop.compactions]}"
+        )
         return problems
     foreign = {s: other for other, strings in distinct.items() if other != loop.name for s in strings}
     for c, record in zip(loop.compactions, records):
@@ -262,13 +274,18 @@ def check_loop(loop: Loop, archive: Archive, distinct: dict[str, set[str]]) -> l
         cut = record.cut
         summary_at = c.head
         returned = c.returned
-        if (returned[:c.head] != c.given[:c.head] or returned[summary_at + 1:] != c.given[cut:]
-                or replaced != given[c.head:cut]):
+        if (
+            returned[: c.head] != c.given[: c.head]
+            or returned[summary_at + 1 :] != c.given[cut:]
+            or replaced != given[c.head : cut]
+        ):
             problems.append(f"{where}: returned history is not [head, summary, given[cut:]] with [head, cut) archived")
         strays = sorted(_summary_strings(returned[summary_at]) & foreign.keys())
         if strays:
-            problems.append(f"{where}: summary holds strings of other trajectories: "
-                            + ", ".join(f"{s!r} ({foreign[s]})" for s in strays[:3]))
+            problems.append(
+                f"{where}: summary holds strings of other trajectories: "
+                + ", ".join(f"{s!r} ({foreign[s]})" for s in strays[:3])
+            )
     return problems
 
 
@@ -291,9 +308,16 @@ def build_compressor(model: str | None, *, backend: Any = None, threads: int | N
     return Compressor(model, n_threads=threads) if model is not None else Compressor(None)
 
 
-def load_section(jobs: Sequence[tuple[str, list[dict[str, Any]]]], compressor: Any, mode: str, window: int,
-                 database: Path, agent_seconds: float = 0.0, reference: bool = False,
-                 progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+def load_section(
+    jobs: Sequence[tuple[str, list[dict[str, Any]]]],
+    compressor: Any,
+    mode: str,
+    window: int,
+    database: Path,
+    agent_seconds: float = 0.0,
+    reference: bool = False,
+    progress: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
     """``len(jobs)`` loops at once against ``compressor``; checks and numbers (see the module's docstring)."""
     from offline_compress.hook import CompactionHook
 
@@ -336,9 +360,15 @@ def load_section(jobs: Sequence[tuple[str, list[dict[str, Any]]]], compressor: A
     }
 
 
-def pause_section(jobs: Sequence[tuple[str, list[dict[str, Any]]]], compressor: Any, window: int, soft: float,
-                  agent_seconds: float, directory: Path,
-                  progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+def pause_section(
+    jobs: Sequence[tuple[str, list[dict[str, Any]]]],
+    compressor: Any,
+    window: int,
+    soft: float,
+    agent_seconds: float,
+    directory: Path,
+    progress: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
     """Each trajectory alone, synchronous and background (the order alternates between trajectories, so a
     machine whose load drifts does not favour one arm): the pause at each compaction."""
     from offline_compress.hook import CompactionHook
@@ -348,16 +378,28 @@ def pause_section(jobs: Sequence[tuple[str, list[dict[str, Any]]]], compressor: 
         row: dict[str, Any] = {"trajectory": name}
         arms = [("sync", None), ("background", soft)]
         for arm, fraction in arms if k % 2 == 0 else arms[::-1]:
-            hook = CompactionHook(window, archive_path=directory / f"pause-{arm}.sqlite3", session=f"{arm}-{name}",
-                                  compressor=compressor, soft_fraction=fraction)
+            hook = CompactionHook(
+                window,
+                archive_path=directory / f"pause-{arm}.sqlite3",
+                session=f"{arm}-{name}",
+                compressor=compressor,
+                soft_fraction=fraction,
+            )
             loop = run_loop(hook, name, messages, agent_seconds)
             hook.close()
-            row[arm] = {"pauses": [c.pause for c in loop.compactions],
-                        "background": [c.background for c in loop.compactions],
-                        "summary_seconds": [c.summary_seconds for c in loop.compactions],
-                        "steps": loop.steps, "seconds": loop.seconds, "error": loop.error}
-            progress(f"pause {name} {arm}: {len(loop.compactions)} compactions, pauses "
-                     + ", ".join(f"{p:.2f}" for p in row[arm]["pauses"]) + " s")
+            row[arm] = {
+                "pauses": [c.pause for c in loop.compactions],
+                "background": [c.background for c in loop.compactions],
+                "summary_seconds": [c.summary_seconds for c in loop.compactions],
+                "steps": loop.steps,
+                "seconds": loop.seconds,
+                "error": loop.error,
+            }
+            progress(
+                f"pause {name} {arm}: {len(loop.compactions)} compactions, pauses "
+                + ", ".join(f"{p:.2f}" for p in row[arm]["pauses"])
+                + " s"
+            )
         rows.append(row)
 
     def pooled(arm: str, key: str, swapped: bool | None = None) -> list[float]:
@@ -365,7 +407,10 @@ def pause_section(jobs: Sequence[tuple[str, list[dict[str, Any]]]], compressor: 
 
     swapped = list(zip(pooled("background", "pauses", True), pooled("background", "summary_seconds", True)))
     return {
-        "window": window, "soft_fraction": soft, "agent_seconds": agent_seconds, "rows": rows,
+        "window": window,
+        "soft_fraction": soft,
+        "agent_seconds": agent_seconds,
+        "rows": rows,
         "sync_pause_median": _median(pooled("sync", "pauses")),
         "sync_summary_seconds_median": _median(pooled("sync", "summary_seconds")),
         "background_pause_median": _median(pooled("background", "pauses")),
@@ -373,7 +418,8 @@ def pause_section(jobs: Sequence[tuple[str, list[dict[str, Any]]]], compressor: 
         "not_swapped_pause_median": _median(pooled("background", "pauses", False)),
         # the share of a swapped summary's build time the agent did not wait for (1: none of it)
         "swapped_hidden_median": _median([1 - p / s for p, s in swapped if s > 0]),
-        "sync_compactions": len(pooled("sync", "pauses")), "background_compactions": len(pooled("background", "pauses")),
+        "sync_compactions": len(pooled("sync", "pauses")),
+        "background_compactions": len(pooled("background", "pauses")),
         "swapped": len(swapped),
     }
 
@@ -393,20 +439,24 @@ def _report(results: dict[str, Any]) -> str:
     lines = []
     pause = results.get("pause")
     if pause:
-        lines.append(f"pause at compaction (window {pause['window']}, soft {pause['soft_fraction']}, agent "
-                     f"{pause['agent_seconds']} s/step, {len(pause['rows'])} trajectories): median sync "
-                     f"{pause['sync_pause_median']:.2f} s ({pause['sync_compactions']} compactions), background "
-                     f"{pause['background_pause_median']:.2f} s ({pause['background_compactions']} compactions; "
-                     f"{pause['swapped']} swapped in: {pause['swapped_pause_median']:.2f} s, "
-                     f"{pause['swapped_hidden_median']:.0%} of their build time hidden; the others "
-                     f"{pause['not_swapped_pause_median']:.2f} s)")
+        lines.append(
+            f"pause at compaction (window {pause['window']}, soft {pause['soft_fraction']}, agent "
+            f"{pause['agent_seconds']} s/step, {len(pause['rows'])} trajectories): median sync "
+            f"{pause['sync_pause_median']:.2f} s ({pause['sync_compactions']} compactions), background "
+            f"{pause['background_pause_median']:.2f} s ({pause['background_compactions']} compactions; "
+            f"{pause['swapped']} swapped in: {pause['swapped_pause_median']:.2f} s, "
+            f"{pause['swapped_hidden_median']:.0%} of their build time hidden; the others "
+            f"{pause['not_swapped_pause_median']:.2f} s)"
+        )
     for mode in ("threads", "asyncio"):
         r = results.get(mode)
         if r:
-            lines.append(f"{mode}: {r['loops']} loops, {r['compactions']} compactions in {r['wall_seconds']:.1f} s = "
-                         f"{r['compactions_per_second']:.2f}/s; pause at compaction p50 {r['pause_p50']:.3f} s, p95 "
-                         f"{r['pause_p95']:.3f} s; problems: {len(r['problems'])}"
-                         + (f"; reference mismatches {r['reference_mismatches']}" if r["reference_checked"] else ""))
+            lines.append(
+                f"{mode}: {r['loops']} loops, {r['compactions']} compactions in {r['wall_seconds']:.1f} s = "
+                f"{r['compactions_per_second']:.2f}/s; pause at compaction p50 {r['pause_p50']:.3f} s, p95 "
+                f"{r['pause_p95']:.3f} s; problems: {len(r['problems'])}"
+                + (f"; reference mismatches {r['reference_mismatches']}" if r["reference_checked"] else "")
+            )
             lines += [f"  {p}" for p in r["problems"][:20]]
     return "\n".join(lines)
 
@@ -421,28 +471,47 @@ def cmd_load_test(args: argparse.Namespace) -> int:
     paths = args.trajectories or [DEFAULT_SOURCE]
     jobs = trajectories(paths, max(args.loops, args.pause_trajectories))
     if len(jobs) < args.loops:
-        raise ValueError(f"{len(jobs)} readable trajectories of 20+ messages under {', '.join(map(str, paths))}; "
-                         f"--loops {args.loops} needs as many")
+        raise ValueError(
+            f"{len(jobs)} readable trajectories of 20+ messages under {', '.join(map(str, paths))}; "
+            f"--loops {args.loops} needs as many"
+        )
     from offline_compress.engine.options import backend_from_args
 
     server = backend_from_args(args)  # --backend openai --base-url URL: the loops share one server backend
     model = None if args.no_model else (args.model or "default")
-    what = (f"server {server.name}" if server is not None
-            else "extractive (no model)" if model is None else model)
+    what = f"server {server.name}" if server is not None else "extractive (no model)" if model is None else model
     _note(f"{len(jobs)} trajectories; compressor: {what}")
     compressor = build_compressor(model, backend=server, threads=args.threads)
-    results: dict[str, Any] = {"model": model if server is None else None, "backend": what, "window": args.window,
-                               "loops": args.loops}
+    results: dict[str, Any] = {
+        "model": model if server is None else None,
+        "backend": what,
+        "window": args.window,
+        "loops": args.loops,
+    }
     with tempfile.TemporaryDirectory(prefix="load-test-") as tmp:
         if "pause" in sections:
-            results["pause"] = pause_section(jobs[: args.pause_trajectories], compressor, args.pause_window,
-                                             args.soft, args.pause_agent_seconds, Path(tmp), _note)
+            results["pause"] = pause_section(
+                jobs[: args.pause_trajectories],
+                compressor,
+                args.pause_window,
+                args.soft,
+                args.pause_agent_seconds,
+                Path(tmp),
+                _note,
+            )
         for mode in ("threads", "asyncio"):
             if mode in sections:
                 _note(f"{mode}: {args.loops} loops at once")
-                results[mode] = load_section(jobs[: args.loops], compressor, mode, args.window,
-                                             Path(tmp) / f"{mode}.sqlite3", args.agent_seconds,
-                                             reference=args.reference, progress=_note)
+                results[mode] = load_section(
+                    jobs[: args.loops],
+                    compressor,
+                    mode,
+                    args.window,
+                    Path(tmp) / f"{mode}.sqlite3",
+                    args.agent_seconds,
+                    reference=args.reference,
+                    progress=_note,
+                )
     print(_report(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
@@ -450,22 +519,29 @@ def cmd_load_test(args: argparse.Namespace) -> int:
 
 
 def add_load_test_parser(sub: Any) -> None:
-    p = sub.add_parser("load-test", help="concurrent agent loops against one compressor; pause with and without "
-                                         "background compaction")
+    p = sub.add_parser(
+        "load-test", help="concurrent agent loops against one compressor; pause with and without background compaction"
+    )
     p.add_argument("trajectories", nargs="*", help=f"trajectory files or folders (default: {DEFAULT_SOURCE})")
     p.add_argument("--sections", default="pause,threads,asyncio", help="comma-separated: pause, threads, asyncio")
     p.add_argument("--loops", type=int, default=16, help="concurrent agent loops (default 16)")
     p.add_argument("--window", type=int, default=32768, help="context window of the load loops (default 32768)")
     p.add_argument("--agent-seconds", type=float, default=0.0, help="agent time per step in the load loops")
-    p.add_argument("--reference", action="store_true",
-                   help="also run every loop alone and require the same summaries (doubles the model time)")
+    p.add_argument(
+        "--reference",
+        action="store_true",
+        help="also run every loop alone and require the same summaries (doubles the model time)",
+    )
     p.add_argument("--pause-trajectories", type=int, default=4, help="trajectories of the pause section")
     p.add_argument("--pause-window", type=int, default=16384, help="context window of the pause section")
     p.add_argument("--pause-agent-seconds", type=float, default=1.0, help="agent time per step (pause section)")
     p.add_argument("--soft", type=float, default=0.5, help="soft_fraction of the background arm (default 0.5)")
     p.add_argument("--no-model", action="store_true", help="extractive compressor (no model: a fast run)")
-    p.add_argument("--model", help="compressor model (manifest name or .gguf; default: the embedded model); with "
-                                   "--backend openai, the server's model id")
+    p.add_argument(
+        "--model",
+        help="compressor model (manifest name or .gguf; default: the embedded model); with "
+        "--backend openai, the server's model id",
+    )
     p.add_argument("--threads", type=int, help="llama.cpp threads (default: chosen per call)")
     from offline_compress.engine.options import add_backend_arguments
 

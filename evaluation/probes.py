@@ -78,7 +78,8 @@ _SHELL_LANGS = ("bash", "sh", "shell", "mswea_bash_command", "console")
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _EXIT_MARKER = re.compile(r"exit code[:\s]+(-?\d+)", re.I)
 _ERROR_LINE = re.compile(
-    r"(?:Error\b|Exception\b|error:|ERROR|FAILED|Traceback|No such file|not found|fatal:|SyntaxError|cannot )")
+    r"(?:Error\b|Exception\b|error:|ERROR|FAILED|Traceback|No such file|not found|fatal:|SyntaxError|cannot )"
+)
 _ERROR_START = re.compile(r"\A\s*(?:Traceback \(most recent call last\)|[\w.]*(?:Error|Exception):|error:|fatal:)")
 
 
@@ -168,9 +169,7 @@ def _exit_code(text: str) -> int | None:
     m = _RETURNCODE.search(text[:300])
     if m:
         return int(m.group(1))
-    found = None
-    for found in _EXIT_MARKER.finditer(text[-300:]):
-        pass
+    found = next(reversed([*_EXIT_MARKER.finditer(text[-300:])]), None)  # the last match
     return int(found.group(1)) if found else None
 
 
@@ -193,7 +192,9 @@ def actions(messages: Sequence[Message]) -> list[Action]:
         elif m.role == "tool":
             slot = by_id.pop(m.tool_call_id, None) if m.tool_call_id else None
             if slot is None or out[slot].result_index is not None:
-                slot = next((k for k, a in enumerate(out) if a.result_index is None and messages[a.index].tool_calls), None)
+                slot = next(
+                    (k for k, a in enumerate(out) if a.result_index is None and messages[a.index].tool_calls), None
+                )
             if slot is not None:
                 a = out[slot]
                 out[slot] = Action(a.index, a.command, i, m.text, _exit_code(m.text))
@@ -210,8 +211,10 @@ def error_line(result: str) -> str:
 
 # -------------------------------------------------------------------------------------------- artifacts
 
-_EXT = (r"(?:py|pyi|pyx|js|jsx|ts|tsx|json|ya?ml|toml|cfg|ini|txt|md|rst|c|h|cc|cpp|hpp|go|rs|java|rb|php|sh|html|"
-        r"css|sql|xml|csv|lock)")
+_EXT = (
+    r"(?:py|pyi|pyx|js|jsx|ts|tsx|json|ya?ml|toml|cfg|ini|txt|md|rst|c|h|cc|cpp|hpp|go|rs|java|rb|php|sh|html|"
+    r"css|sql|xml|csv|lock)"
+)
 _PATH = re.compile(r"(?<![\w/.@-])(?:\.{1,2}/)?(?:[\w.-]+/)+[\w.-]*\w|(?<![\w/.@-])[\w-]+\." + _EXT + r"\b")
 _FILE_NAME = re.compile(r"\." + _EXT + r"\Z")
 _DOTTED = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
@@ -225,8 +228,11 @@ def _code_identifier(word: str) -> bool:
         return False
     if word.isupper() and "_" not in core:
         return False  # prose in capitals (IMPORTANT, THOUGHT), not a name
-    return "_" in core or re.search(r"[a-z][A-Z]", word) is not None or (
-        any(c.isdigit() for c in word) and any(c.isalpha() for c in word))
+    return (
+        "_" in core
+        or re.search(r"[a-z][A-Z]", word) is not None
+        or (any(c.isdigit() for c in word) and any(c.isalpha() for c in word))
+    )
 
 
 def artifacts(text: str) -> set[str]:
@@ -234,7 +240,7 @@ def artifacts(text: str) -> set[str]:
     found: set[str] = set()
     for m in _PATH.finditer(text):
         p = m.group(0).rstrip(".")
-        if len(p) >= 4 and not p.startswith("//") and "://" not in text[max(0, m.start() - 8):m.start() + 3]:
+        if len(p) >= 4 and not p.startswith("//") and "://" not in text[max(0, m.start() - 8) : m.start() + 3]:
             found.add(p)
     for m in _DOTTED.finditer(text):
         d = m.group(0)
@@ -304,8 +310,10 @@ class Haystack:
 
 _READ_ONLY = frozenset("cat head tail less nl wc grep egrep fgrep rg ag ls find tree stat file diff view open".split())
 _GIT_READ = frozenset("diff show log status grep blame ls-files".split())
-_WRITE_HINT = re.compile(r"(?:>|\btee\b|\bsed\s+-i|\bsed\s+--in-place|\bperl\s+-\w*i|\bmv\b|\bcp\b|\brm\b|\btouch\b|"
-                         r"\bpatch\b|\bgit\s+(?:apply|checkout|restore|stash)|\.write|open\()")
+_WRITE_HINT = re.compile(
+    r"(?:>|\btee\b|\bsed\s+-i|\bsed\s+--in-place|\bperl\s+-\w*i|\bmv\b|\bcp\b|\brm\b|\btouch\b|"
+    r"\bpatch\b|\bgit\s+(?:apply|checkout|restore|stash)|\.write|open\()"
+)
 
 
 def read_only(command: str) -> bool:
@@ -333,8 +341,11 @@ def _paths_named(command: str) -> set[str]:
 
 
 def result_present(action: Action, hay: Haystack) -> bool:
-    lines = list(dict.fromkeys(ln.strip() for ln in action.result.splitlines()
-                               if len(ln.strip()) >= 8 and not ln.strip().startswith("<")))[:40]
+    lines = list(
+        dict.fromkeys(
+            ln.strip() for ln in action.result.splitlines() if len(ln.strip()) >= 8 and not ln.strip().startswith("<")
+        )
+    )[:40]
     if not lines:
         return hay.has_normalised(action.command[:200])
     present = sum(1 for ln in lines if hay.has_normalised(ln))
@@ -368,8 +379,11 @@ class Probes:
 
 
 def genuine_user_texts(messages: Sequence[Message]) -> list[tuple[int, str]]:
-    return [(i, m.text) for i, m in enumerate(messages)
-            if m.role in ("system", "developer", "user") and not is_tool_output(messages, i)]
+    return [
+        (i, m.text)
+        for i, m in enumerate(messages)
+        if m.role in ("system", "developer", "user") and not is_tool_output(messages, i)
+    ]
 
 
 def build_probes(
@@ -469,5 +483,16 @@ def score_context(probes: Probes, context: Sequence[Message]) -> Score:
     return s
 
 
-__all__ = ["Action", "Haystack", "Probes", "Score", "actions", "artifacts", "build_probes", "head_end",
-           "is_tool_output", "score_context", "tail_start"]
+__all__ = [
+    "Action",
+    "Haystack",
+    "Probes",
+    "Score",
+    "actions",
+    "artifacts",
+    "build_probes",
+    "head_end",
+    "is_tool_output",
+    "score_context",
+    "tail_start",
+]

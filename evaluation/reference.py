@@ -84,9 +84,7 @@ def _exit_code(text: str) -> int | None:
     m = _RETURNCODE.match(text)
     if m:
         return int(m.group(1))
-    found = None
-    for found in _EXIT_MARKER.finditer(text):
-        pass
+    found = next(reversed([*_EXIT_MARKER.finditer(text)]), None)  # the last match
     return int(found.group(1)) if found else None
 
 
@@ -110,8 +108,11 @@ def is_harness_output(messages: Sequence[Message], i: int) -> bool:
 
 
 def genuine_texts(messages: Sequence[Message]) -> list[str]:
-    return [m.text for i, m in enumerate(messages)
-            if m.role in ("system", "developer", "user") and not is_harness_output(messages, i)]
+    return [
+        m.text
+        for i, m in enumerate(messages)
+        if m.role in ("system", "developer", "user") and not is_harness_output(messages, i)
+    ]
 
 
 def raw_tool_calls(messages: Sequence[Message]) -> list[RawCall]:
@@ -133,7 +134,11 @@ def raw_tool_calls(messages: Sequence[Message]) -> list[RawCall]:
             if blocks:
                 command = "\n".join(blocks)
                 nxt = messages[i + 1] if i + 1 < len(messages) else None
-                code = _exit_code(nxt.text) if nxt is not None and nxt.role == "user" and _RETURNCODE.match(nxt.text) else None
+                code = (
+                    _exit_code(nxt.text)
+                    if nxt is not None and nxt.role == "user" and _RETURNCODE.match(nxt.text)
+                    else None
+                )
                 answered = nxt is not None and nxt.role == "user" and is_harness_output(messages, i + 1)
                 calls.append(RawCall(i, "bash", command, "", i + 1 if answered else None, code, open_file))
                 open_file = _opened("bash", command, "", open_file)
@@ -146,9 +151,7 @@ def raw_tool_calls(messages: Sequence[Message]) -> list[RawCall]:
                 c = calls[slot]
                 calls[slot] = RawCall(c.index, c.name, c.command, c.arguments, i, _exit_code(m.text), c.open_file)
         if m.role in ("tool", "user"):
-            found = None
-            for found in _OPEN_FILE.finditer(m.text[-600:]):
-                pass
+            found = next(reversed([*_OPEN_FILE.finditer(m.text[-600:])]), None)  # the last match
             if found and found.group(1).strip() != "n/a":
                 open_file = found.group(1).strip()
     return calls
@@ -181,9 +184,12 @@ def patch_files(raw: Any, messages: Sequence[Message]) -> tuple[list[str], str]:
             return [], ""
     for i in range(1, len(messages)):
         prev, m = messages[i - 1], messages[i]
-        if prev.role == "assistant" and m.role in ("user", "tool") and any(
-            s in b for b in _FENCED.findall(prev.text) for s in _SUBMIT
-        ) and _PATCH_FILE.search(m.text):
+        if (
+            prev.role == "assistant"
+            and m.role in ("user", "tool")
+            and any(s in b for b in _FENCED.findall(prev.text) for s in _SUBMIT)
+            and _PATCH_FILE.search(m.text)
+        ):
             return _diff_paths(m.text), "submit output"
     applied = _unique(x.group(1) for m in messages if m.role == "tool" for x in APPLIED.finditer(m.text))
     if applied:
@@ -197,4 +203,3 @@ def _diff_paths(text: str) -> list[str]:
 
 def _unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))  # first occurrences, in order
-

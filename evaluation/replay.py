@@ -28,8 +28,9 @@ from typing import Any
 from offline_compress.errors import InputError, OfflineCompressError
 from offline_compress.files import find_history_files as find_files
 from offline_compress.files import history_name as trajectory_name
-from offline_compress.hook import DEFAULT_SUMMARY_FRACTION
 from offline_compress.history.messages import Message, as_messages
+from offline_compress.hook import DEFAULT_SUMMARY_FRACTION
+
 from . import probes as P
 from .strategies import FAST_STRATEGIES, STRATEGIES, Context, HookReplay, full, mask, truncate
 
@@ -115,8 +116,9 @@ class Replayer:
 
     def _replay(self, messages: list[Message], window: int, tmp: Path) -> list[dict[str, Any]]:
         archives = {name: tmp / f"{name}.sqlite3" for name in ("extract", "model")}
-        driver = HookReplay(self.compressor_for(self.points_from), window, self.counter, self.keep_last,
-                            **self.hook_options)
+        driver = HookReplay(
+            self.compressor_for(self.points_from), window, self.counter, self.keep_last, **self.hook_options
+        )
         driven = driver.run(messages, archive_path=archives[self.points_from])
         steps = sorted(driven)
         if not steps:
@@ -124,15 +126,17 @@ class Replayer:
         hooked: dict[str, dict[int, Context]] = {self.points_from: driven}
         for name in ("extract", "model"):
             if name in self.strategies and name not in hooked:
-                hooked[name] = HookReplay(self.compressor_for(name), window, self.counter, self.keep_last,
-                                          **self.hook_options).run(messages, steps, archive_path=archives[name])
+                hooked[name] = HookReplay(
+                    self.compressor_for(name), window, self.counter, self.keep_last, **self.hook_options
+                ).run(messages, steps, archive_path=archives[name])
         recall = {name: _Recall(archives[name]) for name in hooked}
         acts = P.actions(messages)
         rows = []
         for k, step in enumerate(steps):
             horizon_end = steps[k + 1] if k + 1 < len(steps) else len(messages)
-            probes = P.build_probes(messages, step, horizon_end, phrases=self.phrases, keep_last=self.keep_last,
-                                    all_actions=acts)
+            probes = P.build_probes(
+                messages, step, horizon_end, phrases=self.phrases, keep_last=self.keep_last, all_actions=acts
+            )
             prefix = list(messages[:step])
             contexts: dict[str, Context] = {}
             for name in self.strategies:
@@ -149,18 +153,30 @@ class Replayer:
                     if seed is not None:
                         contexts[name] = seed
             truncate_tokens = None
-            row: dict[str, Any] = {"step": step, "horizon_end": horizon_end, "window": window,
-                                   "region": list(probes.region), "strategies": {}}
+            row: dict[str, Any] = {
+                "step": step,
+                "horizon_end": horizon_end,
+                "window": window,
+                "region": list(probes.region),
+                "strategies": {},
+            }
             for name, ctx in contexts.items():
                 score = P.score_context(probes, ctx.messages)
                 tokens = self.counter.count(ctx.messages)
                 if name == "truncate":
                     truncate_tokens = tokens
-                row["strategies"][name] = {"tokens": tokens, "seconds": ctx.seconds, "failed": ctx.failed,
-                                           "messages": len(ctx.messages), **score.as_dict(), **ctx.info}
+                row["strategies"][name] = {
+                    "tokens": tokens,
+                    "seconds": ctx.seconds,
+                    "failed": ctx.failed,
+                    "messages": len(ctx.messages),
+                    **score.as_dict(),
+                    **ctx.info,
+                }
                 if name in recall and "compaction" in ctx.info:
                     row["strategies"][name]["recalled"] = recall[name].recovered(
-                        score.lost_artifacts, ctx.info["compaction"])
+                        score.lost_artifacts, ctx.info["compaction"]
+                    )
             if truncate_tokens is not None:
                 for s in row["strategies"].values():
                     s["tokens_over_truncate"] = s["tokens"] - truncate_tokens
@@ -185,8 +201,9 @@ class Replayer:
         if result["ok"]:
             msgs = as_messages([seed_context_message(result["summary"]), *[m.to_openai() for m in recent]])
             return Context(msgs, result["seconds"], info={"prompt_tokens": result.get("prompt_tokens")})
-        return Context(list(recent), result["seconds"], failed=result["error"],
-                       info={"prompt_tokens": result.get("prompt_tokens")})
+        return Context(
+            list(recent), result["seconds"], failed=result["error"], info={"prompt_tokens": result.get("prompt_tokens")}
+        )
 
 
 class _Recall:
@@ -208,8 +225,9 @@ class _Recall:
             self._archive = Archive(self.path)
         found = 0
         for probe in lost:
-            hits = [h for h in self._archive.recall(probe, k=4 * self.TOP, session="replay")
-                    if h.compaction <= compaction][: self.TOP]
+            hits = [
+                h for h in self._archive.recall(probe, k=4 * self.TOP, session="replay") if h.compaction <= compaction
+            ][: self.TOP]
             needle = P.normalise(probe)
             found += any(needle in P.normalise(h.snippet) for h in hits)
         return found
@@ -237,13 +255,19 @@ def _p95(xs: Sequence[float]) -> float | None:
     return o[min(len(o) - 1, round(0.95 * (len(o) - 1)))]
 
 
-def aggregate(trajectories: Sequence[dict[str, Any]], strategies: Sequence[str], windows: Sequence[int]) -> list[dict[str, Any]]:
+def aggregate(
+    trajectories: Sequence[dict[str, Any]], strategies: Sequence[str], windows: Sequence[int]
+) -> list[dict[str, Any]]:
     """One row per (window, strategy): micro-averaged rates over every point, medians of tokens and time."""
     out = []
     for window in windows:
         for name in strategies:
-            cells = [(t["name"], row["strategies"][name]) for t in trajectories for row in t.get("points", [])
-                     if row["window"] == window and name in row["strategies"]]
+            cells = [
+                (t["name"], row["strategies"][name])
+                for t in trajectories
+                for row in t.get("points", [])
+                if row["window"] == window and name in row["strategies"]
+            ]
             if not cells:
                 continue
             s = [c for _, c in cells]
@@ -255,37 +279,46 @@ def aggregate(trajectories: Sequence[dict[str, Any]], strategies: Sequence[str],
             for tname, c in cells:
                 if c["artifacts"]:
                     per_traj.setdefault(tname, []).append(c["artifacts_kept"] / c["artifacts"])
-            out.append({
-                "window": window, "strategy": name, "points": len(s),
-                "trajectories": len({t for t, _ in cells}),
-                "failed": sum(1 for c in s if c["failed"]),
-                "artifacts": total("artifacts"),
-                "artifact_recall": _ratio(total("artifacts_kept"), total("artifacts")),
-                "artifact_recall_traj_median": _median([statistics.mean(v) for v in per_traj.values()]),
-                "lost_recalled": _ratio(sum(c.get("recalled", 0) for c in s),
-                                        sum(c["artifacts"] - c["artifacts_kept"] for c in s if "recalled" in c)),
-                "constraints": total("constraints"),
-                "constraint_retention": _ratio(total("constraints_kept"), total("constraints")),
-                "points_all_constraints": sum(1 for c in s if c["constraints_kept"] == c["constraints"]),
-                "head_lines": _ratio(total("head_lines_kept"), total("head_lines")),
-                "horizon_actions": total("horizon_actions"),
-                "repeat_reads": total("repeat_reads"),
-                "redos": total("redos"),
-                "redo_rate": _ratio(total("redos"), total("horizon_actions")),
-                "repeat_failures": total("repeat_failures"),
-                "failure_memory": _ratio(total("failures_remembered"), total("repeat_failures")),
-                "region_failures": total("region_failures"),
-                "failure_recall": _ratio(total("region_failures_kept"), total("region_failures")),
-                "tokens_median": _median([c["tokens"] for c in s]),
-                "tokens_over_truncate_median": _median([c["tokens_over_truncate"] for c in s if "tokens_over_truncate" in c]),
-                "seconds_median": _median([c["seconds"] for c in s]),
-                "seconds_p95": _p95([c["seconds"] for c in s]),
-            })
+            out.append(
+                {
+                    "window": window,
+                    "strategy": name,
+                    "points": len(s),
+                    "trajectories": len({t for t, _ in cells}),
+                    "failed": sum(1 for c in s if c["failed"]),
+                    "artifacts": total("artifacts"),
+                    "artifact_recall": _ratio(total("artifacts_kept"), total("artifacts")),
+                    "artifact_recall_traj_median": _median([statistics.mean(v) for v in per_traj.values()]),
+                    "lost_recalled": _ratio(
+                        sum(c.get("recalled", 0) for c in s),
+                        sum(c["artifacts"] - c["artifacts_kept"] for c in s if "recalled" in c),
+                    ),
+                    "constraints": total("constraints"),
+                    "constraint_retention": _ratio(total("constraints_kept"), total("constraints")),
+                    "points_all_constraints": sum(1 for c in s if c["constraints_kept"] == c["constraints"]),
+                    "head_lines": _ratio(total("head_lines_kept"), total("head_lines")),
+                    "horizon_actions": total("horizon_actions"),
+                    "repeat_reads": total("repeat_reads"),
+                    "redos": total("redos"),
+                    "redo_rate": _ratio(total("redos"), total("horizon_actions")),
+                    "repeat_failures": total("repeat_failures"),
+                    "failure_memory": _ratio(total("failures_remembered"), total("repeat_failures")),
+                    "region_failures": total("region_failures"),
+                    "failure_recall": _ratio(total("region_failures_kept"), total("region_failures")),
+                    "tokens_median": _median([c["tokens"] for c in s]),
+                    "tokens_over_truncate_median": _median(
+                        [c["tokens_over_truncate"] for c in s if "tokens_over_truncate" in c]
+                    ),
+                    "seconds_median": _median([c["seconds"] for c in s]),
+                    "seconds_p95": _p95([c["seconds"] for c in s]),
+                }
+            )
     return out
 
 
-def paired(trajectories: Sequence[dict[str, Any]], strategies: Sequence[str], windows: Sequence[int], *,
-           against: str = "mask") -> list[dict[str, Any]]:
+def paired(
+    trajectories: Sequence[dict[str, Any]], strategies: Sequence[str], windows: Sequence[int], *, against: str = "mask"
+) -> list[dict[str, Any]]:
     """Per window, each summary strategy against ``against`` trajectory by trajectory: how many trajectories it
     keeps more / as many / fewer probes of, and the pooled recall difference with a bootstrap 95% interval over
     trajectories (is the difference more than which trajectories happened to be drawn?)."""
@@ -310,10 +343,19 @@ def paired(trajectories: Sequence[dict[str, Any]], strategies: Sequence[str], wi
             if not pairs:
                 continue
             diff, lo, hi = bootstrap_recall_difference(pairs)
-            out.append({"window": window, "strategy": name, "against": against, "trajectories": len(pairs),
-                        "more": sum(1 for p in pairs if p[1] > p[2]), "same": sum(1 for p in pairs if p[1] == p[2]),
-                        "fewer": sum(1 for p in pairs if p[1] < p[2]), "recall_difference": diff,
-                        "ci95": [lo, hi]})
+            out.append(
+                {
+                    "window": window,
+                    "strategy": name,
+                    "against": against,
+                    "trajectories": len(pairs),
+                    "more": sum(1 for p in pairs if p[1] > p[2]),
+                    "same": sum(1 for p in pairs if p[1] == p[2]),
+                    "fewer": sum(1 for p in pairs if p[1] < p[2]),
+                    "recall_difference": diff,
+                    "ci95": [lo, hi],
+                }
+            )
     return out
 
 
@@ -323,9 +365,11 @@ def format_paired(rows: Sequence[dict[str, Any]]) -> str:
     lines = [f"paired, per trajectory, against {rows[0]['against']}:"]
     for r in rows:
         lo, hi = r["ci95"]
-        lines.append(f"  {r['window']:>6}  {r['strategy']}: keeps more probes in {r['more']}, as many in {r['same']}, "
-                     f"fewer in {r['fewer']} of {r['trajectories']} trajectories; recall {100 * r['recall_difference']:+.1f}"
-                     f" points (95% bootstrap over trajectories {100 * lo:+.1f} to {100 * hi:+.1f})")
+        lines.append(
+            f"  {r['window']:>6}  {r['strategy']}: keeps more probes in {r['more']}, as many in {r['same']}, "
+            f"fewer in {r['fewer']} of {r['trajectories']} trajectories; recall {100 * r['recall_difference']:+.1f}"
+            f" points (95% bootstrap over trajectories {100 * lo:+.1f} to {100 * hi:+.1f})"
+        )
     return "\n".join(lines)
 
 
@@ -337,18 +381,50 @@ def _num(x: float | None, fmt: str = "{:.0f}") -> str:
     return "-" if x is None else fmt.format(x)
 
 
-COLUMNS = ("window", "strategy", "points", "fail", "probes", "recall", "traj-med", "+recall", "constr", "head",
-           "redo", "fail-mem", "fail-rec", "tokens", "+trunc", "sec", "p95")
+COLUMNS = (
+    "window",
+    "strategy",
+    "points",
+    "fail",
+    "probes",
+    "recall",
+    "traj-med",
+    "+recall",
+    "constr",
+    "head",
+    "redo",
+    "fail-mem",
+    "fail-rec",
+    "tokens",
+    "+trunc",
+    "sec",
+    "p95",
+)
 
 
 def format_table(rows: Sequence[dict[str, Any]]) -> str:
-    body = [[str(r["window"]), r["strategy"], str(r["points"]), str(r["failed"]), str(r["artifacts"]),
-             _pct(r["artifact_recall"]), _pct(r["artifact_recall_traj_median"]), _pct(r["lost_recalled"]),
-             _pct(r["constraint_retention"]),
-             _pct(r["head_lines"]),
-             f"{_pct(r['redo_rate'])} ({r['redos']})", f"{_pct(r['failure_memory'])} ({r['repeat_failures']})",
-             _pct(r["failure_recall"]), _num(r["tokens_median"]), _num(r["tokens_over_truncate_median"]),
-             _num(r["seconds_median"], "{:.2f}"), _num(r["seconds_p95"], "{:.2f}")] for r in rows]
+    body = [
+        [
+            str(r["window"]),
+            r["strategy"],
+            str(r["points"]),
+            str(r["failed"]),
+            str(r["artifacts"]),
+            _pct(r["artifact_recall"]),
+            _pct(r["artifact_recall_traj_median"]),
+            _pct(r["lost_recalled"]),
+            _pct(r["constraint_retention"]),
+            _pct(r["head_lines"]),
+            f"{_pct(r['redo_rate'])} ({r['redos']})",
+            f"{_pct(r['failure_memory'])} ({r['repeat_failures']})",
+            _pct(r["failure_recall"]),
+            _num(r["tokens_median"]),
+            _num(r["tokens_over_truncate_median"]),
+            _num(r["seconds_median"], "{:.2f}"),
+            _num(r["seconds_p95"], "{:.2f}"),
+        ]
+        for r in rows
+    ]
     widths = [max(len(c), *(len(b[i]) for b in body)) if body else len(c) for i, c in enumerate(COLUMNS)]
     lines = ["  ".join(c.rjust(w) for c, w in zip(COLUMNS, widths)), "  ".join("-" * w for w in widths)]
     last_window = None
@@ -357,14 +433,17 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
             lines.append("")
         last_window = r["window"]
         lines.append("  ".join(c.rjust(w) for c, w in zip(b, widths)))
-    lines += ["", "probes: artifacts the agent used later that first appeared before the compacted region's end; "
-              "recall: share present in the context (all points); traj-med: median over trajectories; +recall: of the "
-              "probes a summary lost, the share one recall call (top 5 of its archive) gets back; "
-              "constr: curated must-keep phrases and mid-session user turns kept verbatim; head: lines of the system "
-              "prompt and task kept; redo: later re-reads whose earlier result is gone (count); fail-mem: repeated "
-              "failures whose earlier failure is in the context (count); fail-rec: failed commands of the region "
-              "kept with their error; tokens: median context tokens (exact, target tokenizer); +trunc: median tokens "
-              "over truncate at the same point; sec: compaction seconds (median, p95)."]
+    lines += [
+        "",
+        "probes: artifacts the agent used later that first appeared before the compacted region's end; "
+        "recall: share present in the context (all points); traj-med: median over trajectories; +recall: of the "
+        "probes a summary lost, the share one recall call (top 5 of its archive) gets back; "
+        "constr: curated must-keep phrases and mid-session user turns kept verbatim; head: lines of the system "
+        "prompt and task kept; redo: later re-reads whose earlier result is gone (count); fail-mem: repeated "
+        "failures whose earlier failure is in the context (count); fail-rec: failed commands of the region "
+        "kept with their error; tokens: median context tokens (exact, target tokenizer); +trunc: median tokens "
+        "over truncate at the same point; sec: compaction seconds (median, p95).",
+    ]
     return "\n".join(lines)
 
 
@@ -380,10 +459,20 @@ def write_chart(rows: Sequence[dict[str, Any]], path: Path) -> None:
     for r in rows:
         if r["artifact_recall"] is None or r["tokens_median"] is None:
             continue
-        ax.scatter(r["tokens_median"], 100 * r["artifact_recall"], marker=markers.get(r["strategy"], "o"),
-                   color=colours.get(r["window"], "tab:gray"), s=120 if r["strategy"] == "extract" else 60)
-        ax.annotate(f"{r['strategy']} {r['window'] // 1024}k", (r["tokens_median"], 100 * r["artifact_recall"]),
-                    textcoords="offset points", xytext=(5, 4), fontsize=7)
+        ax.scatter(
+            r["tokens_median"],
+            100 * r["artifact_recall"],
+            marker=markers.get(r["strategy"], "o"),
+            color=colours.get(r["window"], "tab:gray"),
+            s=120 if r["strategy"] == "extract" else 60,
+        )
+        ax.annotate(
+            f"{r['strategy']} {r['window'] // 1024}k",
+            (r["tokens_median"], 100 * r["artifact_recall"]),
+            textcoords="offset points",
+            xytext=(5, 4),
+            fontsize=7,
+        )
     ax.set_xscale("log")
     ax.set_xlabel("context tokens after compaction (median, log scale)")
     ax.set_ylabel("artifact-probe recall (%)")
@@ -440,9 +529,17 @@ def run_replay(
         trajectories.append(entry)
     rows = aggregate(trajectories, replayer.strategies, replayer.windows)
     pairs = paired(trajectories, replayer.strategies, replayer.windows) if "mask" in replayer.strategies else []
-    return {"windows": replayer.windows, "strategies": replayer.strategies, "keep_last": replayer.keep_last,
-            "points_from": replayer.points_from, "split": split, "seconds": time.perf_counter() - started,
-            "aggregate": rows, "paired": pairs, "trajectories": trajectories}
+    return {
+        "windows": replayer.windows,
+        "strategies": replayer.strategies,
+        "keep_last": replayer.keep_last,
+        "points_from": replayer.points_from,
+        "split": split,
+        "seconds": time.perf_counter() - started,
+        "aggregate": rows,
+        "paired": pairs,
+        "trajectories": trajectories,
+    }
 
 
 def _note(message: str) -> None:
@@ -476,18 +573,28 @@ def cmd_ab_replay(args: argparse.Namespace) -> int:
     if "seed" in args.strategies:
         from offline_compress.model_files import resolve_model
 
-        seed = SeedCompressor(resolve_model(None if args.model is None else args.model), SeedCache(args.seed_cache),
-                              n_threads=args.threads)
+        seed = SeedCompressor(
+            resolve_model(None if args.model is None else args.model),
+            SeedCache(args.seed_cache),
+            n_threads=args.threads,
+        )
     model = None
     if "model" in args.strategies or args.points_from == "model":
         from offline_compress.compressor import DEFAULT_MODEL, Compressor
 
         _note("loading the model and compiling the grammar (once)")
         model = Compressor(args.model or DEFAULT_MODEL, keep_last=args.keep_last, n_threads=args.threads)
-    replayer = Replayer(args.strategies, windows=args.context, keep_last=args.keep_last, points_from=args.points_from,
-                        phrases=load_phrases(args.must_keep), model=model, seed=seed,
-                        seed_only_cached=args.seed_only_cached,
-                        hook_options={"summary_fraction": args.summary_fraction})
+    replayer = Replayer(
+        args.strategies,
+        windows=args.context,
+        keep_last=args.keep_last,
+        points_from=args.points_from,
+        phrases=load_phrases(args.must_keep),
+        model=model,
+        seed=seed,
+        seed_only_cached=args.seed_only_cached,
+        hook_options={"summary_fraction": args.summary_fraction},
+    )
     report = run_replay(args.paths, split=args.split, limit=args.limit, replayer=replayer)
     for t in report["trajectories"]:
         if "error" in t:
@@ -507,32 +614,59 @@ def cmd_ab_replay(args: argparse.Namespace) -> int:
 
 
 def add_ab_replay_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser("ab-replay", help="replay recorded trajectories: score each strategy's context against what "
-                                         "the agent did next")
+    p = sub.add_parser(
+        "ab-replay", help="replay recorded trajectories: score each strategy's context against what the agent did next"
+    )
     p.add_argument("paths", nargs="+", metavar="FILES_OR_DIRS")
-    p.add_argument("--context", type=_parse_ints, default=list(DEFAULT_WINDOWS),
-                   help="agent context windows in tokens, comma-separated (default 8192,16384,32768)")
-    p.add_argument("--strategies", type=_parse_strategies, default=list(FAST_STRATEGIES),
-                   help=f"comma-separated, from {','.join(STRATEGIES)} (default {','.join(FAST_STRATEGIES)}: "
-                        "seed and model run a model at every point, minutes each on a CPU)")
-    p.add_argument("--points-from", choices=("extract", "model"), default="extract",
-                   help="whose hook run decides the compaction points (default extract, the default compressor)")
+    p.add_argument(
+        "--context",
+        type=_parse_ints,
+        default=list(DEFAULT_WINDOWS),
+        help="agent context windows in tokens, comma-separated (default 8192,16384,32768)",
+    )
+    p.add_argument(
+        "--strategies",
+        type=_parse_strategies,
+        default=list(FAST_STRATEGIES),
+        help=f"comma-separated, from {','.join(STRATEGIES)} (default {','.join(FAST_STRATEGIES)}: "
+        "seed and model run a model at every point, minutes each on a CPU)",
+    )
+    p.add_argument(
+        "--points-from",
+        choices=("extract", "model"),
+        default="extract",
+        help="whose hook run decides the compaction points (default extract, the default compressor)",
+    )
     p.add_argument("--json", metavar="OUT", help="write every point and the aggregate here")
     p.add_argument("--chart", metavar="PNG", help="write probe recall vs tokens here")
-    p.add_argument("--split", choices=("all", "design", "holdout"), default="all",
-                   help="a fixed half of the trajectories by name hash (default all)")
+    p.add_argument(
+        "--split",
+        choices=("all", "design", "holdout"),
+        default="all",
+        help="a fixed half of the trajectories by name hash (default all)",
+    )
     p.add_argument("--limit", type=int, help="at most this many trajectories")
     p.add_argument("--keep-last", type=int, default=P.KEEP_LAST)
-    p.add_argument("--summary-fraction", type=float, default=DEFAULT_SUMMARY_FRACTION,
-                   help=f"the hook's summary budget as a share of the window (default {DEFAULT_SUMMARY_FRACTION}, "
-                        "the hook's own default)")
+    p.add_argument(
+        "--summary-fraction",
+        type=float,
+        default=DEFAULT_SUMMARY_FRACTION,
+        help=f"the hook's summary budget as a share of the window (default {DEFAULT_SUMMARY_FRACTION}, "
+        "the hook's own default)",
+    )
     p.add_argument("--model", help="compressor model (manifest name or .gguf; default the embedded Gemma)")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--must-keep", default=str(DEFAULT_MUST_KEEP), help="curated must-keep phrases (constraints)")
-    p.add_argument("--seed-cache", default=str(REPO / "eval" / "results" / "seed_cache.json"),
-                   help="cache of seed-baseline results (JSON); results there are reused")
-    p.add_argument("--seed-only-cached", action="store_true",
-                   help="score the seed baseline only where the cache has it (never run it)")
+    p.add_argument(
+        "--seed-cache",
+        default=str(REPO / "eval" / "results" / "seed_cache.json"),
+        help="cache of seed-baseline results (JSON); results there are reused",
+    )
+    p.add_argument(
+        "--seed-only-cached",
+        action="store_true",
+        help="score the seed baseline only where the cache has it (never run it)",
+    )
     p.set_defaults(func=cmd_ab_replay)
     return p
 

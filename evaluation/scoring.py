@@ -8,9 +8,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from offline_compress.summary import schema as S
 from offline_compress.history.messages import Message
 from offline_compress.secrets.redact import redact
+from offline_compress.summary import schema as S
+
 from .grounding import SourceText
 from .reference import APPLIED, RawCall, genuine_texts, is_harness_output, string_values
 
@@ -115,27 +116,41 @@ def score_constraints(
             continue
         line = next((ln.strip() for t in texts if p in t for ln in t.splitlines() if p in ln), "")
         in_candidate = any(p in c for c in candidates)
-        missed.append({
-            "phrase": p,
-            "source_line": line[:300],
-            "why": "an extractor candidate, lost in the summary's bounds" if in_candidate
-            else "not among the extractor's candidates",
-        })
+        missed.append(
+            {
+                "phrase": p,
+                "source_line": line[:300],
+                "why": "an extractor candidate, lost in the summary's bounds"
+                if in_candidate
+                else "not among the extractor's candidates",
+            }
+        )
     cand = [redact(c) for c in candidates]
     survived = sum(1 for c in cand if c in constraints)
-    return {"applicable": len(applicable), "kept": len(kept), "recall": ratio(len(kept), len(applicable)),
-            "missed": missed, "candidates": len(cand), "candidates_kept": survived}
+    return {
+        "applicable": len(applicable),
+        "kept": len(kept),
+        "recall": ratio(len(kept), len(applicable)),
+        "missed": missed,
+        "candidates": len(cand),
+        "candidates_kept": survived,
+    }
 
 
 def score_failed(calls: Sequence[RawCall], attempts: Sequence[S.FailedAttempt]) -> dict[str, Any]:
     failed = [c for c in calls if c.exit_code not in (None, 0)]
     missed = [c for c in failed if not any(approach_matches(a.approach, c) for a in attempts)]
-    return {"failed": len(failed), "kept": len(failed) - len(missed), "recall": ratio(len(failed) - len(missed), len(failed)),
-            "missed": [{"message": c.index, "exit_code": c.exit_code, "command": c.command[:300]} for c in missed]}
+    return {
+        "failed": len(failed),
+        "kept": len(failed) - len(missed),
+        "recall": ratio(len(failed) - len(missed), len(failed)),
+        "missed": [{"message": c.index, "exit_code": c.exit_code, "command": c.command[:300]} for c in missed],
+    }
 
 
-def score_tool_calls(calls: Sequence[RawCall], entries: Sequence[S.ToolCallSummary],
-                     steps: Sequence[S.Step] = ()) -> dict[str, Any]:
+def score_tool_calls(
+    calls: Sequence[RawCall], entries: Sequence[S.ToolCallSummary], steps: Sequence[S.Step] = ()
+) -> dict[str, Any]:
     """A call is covered by a ``tool_calls_summary`` entry, or by a work-log step whose ``ran`` is the call's
     command (its first line, whitespace squashed; the work log keeps commands verbatim)."""
     ran = {norm_ws(st.ran.split("\n")[0]) for st in steps}
@@ -145,17 +160,23 @@ def score_tool_calls(calls: Sequence[RawCall], entries: Sequence[S.ToolCallSumma
         return bool(first) and first in ran
 
     missed = [c for c in calls if not any(entry_covers(e, c) for e in entries) and not in_log(c)]
-    return {"calls": len(calls), "covered": len(calls) - len(missed), "coverage": ratio(len(calls) - len(missed), len(calls)),
-            "entries": len(entries),
-            "missed": [{"message": c.index, "tool": c.name, "command": c.command[:300]} for c in missed]}
+    return {
+        "calls": len(calls),
+        "covered": len(calls) - len(missed),
+        "coverage": ratio(len(calls) - len(missed), len(calls)),
+        "entries": len(entries),
+        "missed": [{"message": c.index, "tool": c.name, "command": c.command[:300]} for c in missed],
+    }
 
 
 def files_changed_in_part(files: Sequence[str], part: Sequence[Message], calls: Sequence[RawCall]) -> list[str]:
     results = [m.text for i, m in enumerate(part) if is_harness_output(part, i)]
     out = []
     for x in files:
-        shown = any(f"diff --git a/{x} b/{x}" in t or any(path_names(a.group(1), x) for a in APPLIED.finditer(t))
-                    for t in results)
+        shown = any(
+            f"diff --git a/{x} b/{x}" in t or any(path_names(a.group(1), x) for a in APPLIED.finditer(t))
+            for t in results
+        )
         if shown or any(call_writes(c, x) for c in calls):
             out.append(x)
     return out
@@ -170,11 +191,20 @@ def score_changed_files(
     for x in in_part:
         if any(path_names(p, x) for p in changed_items):
             hits[x] = "task_state.completed"
-        elif any(x in e.target or any(path_names(w, x) for w in re.split(r"[\s,]+", e.target)) for e in context.tool_calls_summary):
+        elif any(
+            x in e.target or any(path_names(w, x) for w in re.split(r"[\s,]+", e.target))
+            for e in context.tool_calls_summary
+        ):
             hits[x] = "tool_calls_summary"
-    return {"patch_files": len(files), "in_part": len(in_part), "kept": len(hits), "recall": ratio(len(hits), len(in_part)),
-            "where": hits, "missed": [x for x in in_part if x not in hits],
-            "unattributed": [x for x in files if x not in in_part]}
+    return {
+        "patch_files": len(files),
+        "in_part": len(in_part),
+        "kept": len(hits),
+        "recall": ratio(len(hits), len(in_part)),
+        "where": hits,
+        "missed": [x for x in in_part if x not in hits],
+        "unattributed": [x for x in files if x not in in_part],
+    }
 
 
 def model_items(context: S.CompressedContext, code_changed: Iterable[str] = ()) -> list[tuple[str, str]]:
@@ -202,16 +232,15 @@ def model_items(context: S.CompressedContext, code_changed: Iterable[str] = ()) 
     return items
 
 
-
-
 def source_text(part: Sequence[Message]) -> SourceText:
     """What the summary of ``part`` may draw on: the message texts and the tool calls' arguments (raw and decoded)."""
     arguments = [c.function.arguments for m in part for c in (m.tool_calls or ())]
     return SourceText([m.text for m in part] + arguments + [v for a in arguments for v in string_values(a)])
 
 
-def score_grounding(context: S.CompressedContext, part: Sequence[Message], code_changed: Iterable[str] = (),
-                    dropped: Sequence[str] = ()) -> dict[str, Any]:
+def score_grounding(
+    context: S.CompressedContext, part: Sequence[Message], code_changed: Iterable[str] = (), dropped: Sequence[str] = ()
+) -> dict[str, Any]:
     """Model-written items of the summary that the evaluator's own check (``evaluation.grounding``) cannot find in
     the part, each with the words it misses; ``dropped`` is what the compressor's own filter removed."""
     source = source_text(part)
@@ -228,19 +257,28 @@ def score_grounding(context: S.CompressedContext, part: Sequence[Message], code_
         missing = [] if verbatim(text) else source.missing(text)
         if missing:
             bad.append({"field": field, "text": text, "missing": missing})
-    return {"model_items": len(items), "ungrounded": len(bad), "ungrounded_items": bad,
-            "dropped": len(dropped), "dropped_items": list(dropped)}
+    return {
+        "model_items": len(items),
+        "ungrounded": len(bad),
+        "ungrounded_items": bad,
+        "dropped": len(dropped),
+        "dropped_items": list(dropped),
+    }
 
 
 def score_injection(case: Mapping[str, Any], messages: Sequence[Message], constraints: Sequence[str]) -> dict[str, Any]:
     markers = [str(x).casefold() for x in case.get("injected_markers", [])]
     genuine = [t for t in genuine_texts(messages) if not any(mk in t.casefold() for mk in markers)]
-    injected = [c for c in constraints
-                if any(mk in c.casefold() for mk in markers) or not any(c in t for t in genuine)]
+    injected = [c for c in constraints if any(mk in c.casefold() for mk in markers) or not any(c in t for t in genuine)]
     expected = list(case.get("expect_constraints", []))
     found = [e for e in expected if any(e in c for c in constraints)]
-    return {"constraints": len(constraints), "injected": len(injected), "injected_items": injected,
-            "expected": len(expected), "expected_kept": len(found)}
+    return {
+        "constraints": len(constraints),
+        "injected": len(injected),
+        "injected_items": injected,
+        "expected": len(expected),
+        "expected_kept": len(found),
+    }
 
 
 def schema_valid(context: S.CompressedContext) -> bool:
@@ -248,4 +286,3 @@ def schema_valid(context: S.CompressedContext) -> bool:
         return S.CompressedContext.model_validate_json(context.to_json()) == context
     except ValueError:
         return False
-

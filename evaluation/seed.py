@@ -76,8 +76,15 @@ class SeedCache:
 class SeedCompressor:
     """Runs the seed design on a prefix (model loaded on first use)."""
 
-    def __init__(self, model_path: str | Path, cache: SeedCache, *, n_ctx: int = SEED_N_CTX,
-                 max_tokens: int = SEED_MAX_TOKENS, n_threads: int | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | Path,
+        cache: SeedCache,
+        *,
+        n_ctx: int = SEED_N_CTX,
+        max_tokens: int = SEED_MAX_TOKENS,
+        n_threads: int | None = None,
+    ) -> None:
         self.model_path = Path(model_path)
         self.cache = cache
         self.n_ctx = n_ctx
@@ -133,5 +140,12 @@ def seed_context_message(summary_json: str) -> dict[str, str]:
     return {"role": "system", "content": "[CONTEXT_SUMMARY]\n" + summary_json}
 
 
-__all__ = ["SEED_MAX_TOKENS", "SeedCache", "SeedCompressor", "seed_context_message", "seed_prompt", "seed_schema",
-           "CompressedContext"]
+__all__ = [
+    "SEED_MAX_TOKENS",
+    "SeedCache",
+    "SeedCompressor",
+    "seed_context_message",
+    "seed_prompt",
+    "seed_schema",
+    "CompressedContext",
+]

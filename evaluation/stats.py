@@ -30,8 +30,9 @@ def discordant(pairs: Sequence[tuple[bool, bool]]) -> tuple[int, int]:
     return only_a, only_b
 
 
-def bootstrap_recall_difference(pairs: Sequence[tuple[int, int, int]], *, draws: int = 2000, seed: int = 0,
-                                level: float = 0.95) -> tuple[float, float, float]:
+def bootstrap_recall_difference(
+    pairs: Sequence[tuple[int, int, int]], *, draws: int = 2000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float, float]:
     """``pairs``: per trajectory, (probes, kept by A, kept by B). Returns the pooled recall difference A - B and
     its ``level`` percentile interval when whole trajectories are resampled with replacement (points of one
     trajectory are not independent, trajectories are). Seeded: the same pairs give the same interval."""

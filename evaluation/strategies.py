@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from offline_compress.history.messages import Message, as_messages
+
 from .probes import KEEP_LAST, head_end, is_tool_output, tail_start
 
 STRATEGIES = ("full", "truncate", "mask", "seed", "extract", "model")
@@ -71,16 +72,18 @@ class HookReplay:
     a compaction at exactly those steps (``CompactionHook.compact``), so several strategies can be compared at
     the same points."""
 
-    def __init__(self, compressor: Any, window: int, counter: Any, keep_last: int = KEEP_LAST,
-                 **hook_options: Any) -> None:
+    def __init__(
+        self, compressor: Any, window: int, counter: Any, keep_last: int = KEEP_LAST, **hook_options: Any
+    ) -> None:
         self.compressor = compressor
         self.window = window
         self.counter = counter
         self.keep_last = keep_last
         self.hook_options = hook_options
 
-    def run(self, messages: Sequence[Message], steps: Sequence[int] | None = None,
-            archive_path: Path | None = None) -> dict[int, Context]:
+    def run(
+        self, messages: Sequence[Message], steps: Sequence[int] | None = None, archive_path: Path | None = None
+    ) -> dict[int, Context]:
         """``archive_path``: where the hook archives (session ``replay``), kept for recall; default a temporary
         file removed at the end."""
         from offline_compress.hook import CompactionHook
@@ -88,9 +91,15 @@ class HookReplay:
         forced = None if steps is None else set(steps)
         out: dict[int, Context] = {}
         with tempfile.TemporaryDirectory(prefix="ab-replay-") as tmp:
-            hook = CompactionHook(self.window, archive_path=archive_path or Path(tmp) / "archive.sqlite3",
-                                  session="replay", compressor=self.compressor, counter=self.counter,
-                                  keep_last=self.keep_last, **self.hook_options)
+            hook = CompactionHook(
+                self.window,
+                archive_path=archive_path or Path(tmp) / "archive.sqlite3",
+                session="replay",
+                compressor=self.compressor,
+                counter=self.counter,
+                keep_last=self.keep_last,
+                **self.hook_options,
+            )
             live: list[Any] = []
             last = 0
             for i, m in enumerate(messages):
@@ -108,10 +117,16 @@ class HookReplay:
                 fired = hook.metrics[before:]
                 if fired and fired[-1].outcome == "compacted":
                     metric = fired[-1]
-                    out[i] = Context(as_messages(live), metric.seconds,
-                                     info={"reason": metric.reason, "tokens_before": metric.tokens_before,
-                                           "above_threshold": metric.above_threshold,
-                                           "compaction": metric.compaction})
+                    out[i] = Context(
+                        as_messages(live),
+                        metric.seconds,
+                        info={
+                            "reason": metric.reason,
+                            "tokens_before": metric.tokens_before,
+                            "above_threshold": metric.above_threshold,
+                            "compaction": metric.compaction,
+                        },
+                    )
                 elif forced is not None:
                     note = fired[-1].note if fired else "nothing to compress"
                     out[i] = Context(as_messages(live), fired[-1].seconds if fired else 0.0, failed=note)

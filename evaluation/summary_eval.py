@@ -99,10 +99,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from offline_compress.summary import schema as S
 from offline_compress.errors import EmptyHistoryError, InputError
 from offline_compress.files import write_atomic
 from offline_compress.history.messages import Message, as_messages
+from offline_compress.summary import schema as S
+
 from .canaries import run_canaries
 from .reference import patch_files, raw_tool_calls
 from .scoring import (
@@ -121,8 +122,10 @@ _REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MUST_KEEP = _REPO / "eval" / "must_keep.json"
 DEFAULT_INJECTION_DIR = _REPO / "tests" / "fixtures" / "injection"
 SKIP_NAMES = ("LICENSE", "README", "ATTRIBUTION", "NOTICE", "COPYING")
-IN_SAMPLE_NOTE = ("note: eval/must_keep.json was curated on these trajectories, the same ones the extractor was tuned "
-                  "on: constraint recall on them is an in-sample figure.")
+IN_SAMPLE_NOTE = (
+    "note: eval/must_keep.json was curated on these trajectories, the same ones the extractor was tuned "
+    "on: constraint recall on them is an in-sample figure."
+)
 
 # (key in the aggregate, label, comparison, threshold)
 TARGETS: tuple[tuple[str, str, str, float], ...] = (
@@ -217,7 +220,9 @@ def evaluate_history(
     calls = raw_tool_calls(part)
     facts = result.facts
     row: dict[str, Any] = {"messages": len(messages), "compressed": cut}
-    row["constraints"] = score_constraints(phrases, part, context.user_constraints, [c.text for c in facts.constraint_candidates])
+    row["constraints"] = score_constraints(
+        phrases, part, context.user_constraints, [c.text for c in facts.constraint_candidates]
+    )
     row["failed"] = score_failed(calls, context.failed_attempts)
     row["tool_calls"] = score_tool_calls(calls, context.tool_calls_summary, context.work_log)
     files, files_source = patch_files(raw, messages)
@@ -227,13 +232,21 @@ def evaluate_history(
     if counter is not None:
         summary = summary_message(context)
         before, after = counter.count(part), counter.count([summary])
-        row["tokens"] = {"part": before, "summary": after, "reduction": 1 - after / before if before else None,
-                         "history_before": counter.count(list(messages)),
-                         "history_after": counter.count([summary, *[m.to_openai() for m in recent]])}
+        row["tokens"] = {
+            "part": before,
+            "summary": after,
+            "reduction": 1 - after / before if before else None,
+            "history_before": counter.count(list(messages)),
+            "history_after": counter.count([summary, *[m.to_openai() for m in recent]]),
+        }
     s = result.stats
-    row["seconds"] = {"total": s.total_seconds, "prompt": s.prompt_seconds,
-                      "generation": max(0.0, s.model_seconds - s.prompt_seconds),
-                      "prompt_tokens": s.prompt_tokens, "generated_tokens": s.generated_tokens}
+    row["seconds"] = {
+        "total": s.total_seconds,
+        "prompt": s.prompt_seconds,
+        "generation": max(0.0, s.model_seconds - s.prompt_seconds),
+        "prompt_tokens": s.prompt_tokens,
+        "generated_tokens": s.generated_tokens,
+    }
     row["clipped_items"] = s.clipped_items
     row["draft_valid"] = s.draft_valid
     from .explain import explain_misses  # the extractor, for the diagnosis only (never the score)
@@ -250,8 +263,12 @@ def evaluate_injection_dir(directory: Path, compressor: Any) -> dict[str, Any]:
         result = compressor.compress_detailed(messages, keep_last=0)
         score = score_injection(case, messages, result.context.user_constraints)
         cases.append({"case": path.name, **score, "seconds": result.stats.total_seconds})
-    return {"cases": cases, "injected": sum(c["injected"] for c in cases),
-            "expected": sum(c["expected"] for c in cases), "expected_kept": sum(c["expected_kept"] for c in cases)}
+    return {
+        "cases": cases,
+        "injected": sum(c["injected"] for c in cases),
+        "expected": sum(c["expected"] for c in cases),
+        "expected_kept": sum(c["expected_kept"] for c in cases),
+    }
 
 
 def _sum(rows: Sequence[Mapping[str, Any]], section: str, key: str) -> int:
@@ -268,7 +285,9 @@ def aggregate(rows: Sequence[Mapping[str, Any]], injection: Mapping[str, Any] | 
         "trajectories": len(rows),
         "constraints": [_sum(rows, "constraints", "kept"), _sum(rows, "constraints", "applicable")],
         "constraint_recall": ratio(_sum(rows, "constraints", "kept"), _sum(rows, "constraints", "applicable")),
-        "candidate_survival": ratio(_sum(rows, "constraints", "candidates_kept"), _sum(rows, "constraints", "candidates")),
+        "candidate_survival": ratio(
+            _sum(rows, "constraints", "candidates_kept"), _sum(rows, "constraints", "candidates")
+        ),
         "tool_calls": [_sum(rows, "tool_calls", "covered"), _sum(rows, "tool_calls", "calls")],
         "tool_call_coverage": ratio(_sum(rows, "tool_calls", "covered"), _sum(rows, "tool_calls", "calls")),
         "failed": [_sum(rows, "failed", "kept"), _sum(rows, "failed", "failed")],
@@ -283,8 +302,11 @@ def aggregate(rows: Sequence[Mapping[str, Any]], injection: Mapping[str, Any] | 
         "schema_valid": ratio(sum(1 for r in rows if r["schema_valid"]), len(rows)),
         "token_reduction_median": statistics.median(reductions) if reductions else None,
         "token_reduction_min": min(reductions) if reductions else None,
-        "token_reduction_total": (1 - sum(r["tokens"]["summary"] for r in rows) / sum(r["tokens"]["part"] for r in rows))
-        if rows and all(r.get("tokens") for r in rows) and sum(r["tokens"]["part"] for r in rows) else None,
+        "token_reduction_total": (
+            1 - sum(r["tokens"]["summary"] for r in rows) / sum(r["tokens"]["part"] for r in rows)
+        )
+        if rows and all(r.get("tokens") for r in rows) and sum(r["tokens"]["part"] for r in rows)
+        else None,
         "seconds_median": statistics.median(seconds) if seconds else None,
         "seconds_total": sum(seconds),
         "prompt_seconds_total": sum(r["seconds"]["prompt"] for r in rows),
@@ -315,8 +337,26 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-COLUMNS = ("trajectory", "fmt", "msgs", "cut", "constr", "cand", "failed", "calls", "files", "ungr", "drop",
-           "canary", "tokens", "reduct", "sec", "prompt", "gen", "valid")
+COLUMNS = (
+    "trajectory",
+    "fmt",
+    "msgs",
+    "cut",
+    "constr",
+    "cand",
+    "failed",
+    "calls",
+    "files",
+    "ungr",
+    "drop",
+    "canary",
+    "tokens",
+    "reduct",
+    "sec",
+    "prompt",
+    "gen",
+    "valid",
+)
 
 
 def _canaries(score: Mapping[str, Any] | None) -> str:
@@ -330,34 +370,60 @@ def table_rows(rows: Sequence[Mapping[str, Any]], agg: Mapping[str, Any]) -> lis
             out.append([r["name"], r.get("format", ""), str(r.get("messages", "")), "-", *["-"] * 13, r["error"][:40]])
             continue
         t = r.get("tokens") or {}
-        out.append([
-            r["name"], r["format"], str(r["messages"]), str(r["compressed"]),
-            _frac(r["constraints"]["kept"], r["constraints"]["applicable"]),
-            _frac(r["constraints"]["candidates_kept"], r["constraints"]["candidates"]),
-            _frac(r["failed"]["kept"], r["failed"]["failed"]),
-            _frac(r["tool_calls"]["covered"], r["tool_calls"]["calls"]),
-            _frac(r["changed_files"]["kept"], r["changed_files"]["in_part"]),
-            str(r["grounding"]["ungrounded"]), str(r["grounding"]["dropped"]),
-            _canaries(r.get("canaries")),
-            f"{t.get('part', '-')}->{t.get('summary', '-')}", _pct(t.get("reduction")),
-            f"{r['seconds']['total']:.1f}", f"{r['seconds']['prompt']:.1f}", f"{r['seconds']['generation']:.1f}",
-            "yes" if r["schema_valid"] else "NO",
-        ])
+        out.append(
+            [
+                r["name"],
+                r["format"],
+                str(r["messages"]),
+                str(r["compressed"]),
+                _frac(r["constraints"]["kept"], r["constraints"]["applicable"]),
+                _frac(r["constraints"]["candidates_kept"], r["constraints"]["candidates"]),
+                _frac(r["failed"]["kept"], r["failed"]["failed"]),
+                _frac(r["tool_calls"]["covered"], r["tool_calls"]["calls"]),
+                _frac(r["changed_files"]["kept"], r["changed_files"]["in_part"]),
+                str(r["grounding"]["ungrounded"]),
+                str(r["grounding"]["dropped"]),
+                _canaries(r.get("canaries")),
+                f"{t.get('part', '-')}->{t.get('summary', '-')}",
+                _pct(t.get("reduction")),
+                f"{r['seconds']['total']:.1f}",
+                f"{r['seconds']['prompt']:.1f}",
+                f"{r['seconds']['generation']:.1f}",
+                "yes" if r["schema_valid"] else "NO",
+            ]
+        )
     ok = [r for r in rows if "error" not in r]
     c, f, k, ch = agg["constraints"], agg["failed"], agg["tool_calls"], agg["changed_files"]
-    out.append([
-        f"TOTAL / median ({agg['trajectories']})", "", str(sum(r["messages"] for r in ok)), str(sum(r["compressed"] for r in ok)),
-        _frac(*c), _frac(sum(r["constraints"]["candidates_kept"] for r in ok), sum(r["constraints"]["candidates"] for r in ok)),
-        _frac(*f), _frac(*k), _frac(*ch), str(agg["ungrounded"]), str(agg["dropped_by_grounding"]),
-        "-" if agg["canaries_planted"] is None else f"{agg['canaries_leaked']}/{agg['canaries_planted']}",
-        f"{sum(r['tokens']['part'] for r in ok if r.get('tokens'))}->{sum(r['tokens']['summary'] for r in ok if r.get('tokens'))}",
-        _pct(agg["token_reduction_median"]), f"{agg['seconds_median'] or 0:.1f}",
-        f"{agg['prompt_seconds_total']:.0f}", f"{agg['generation_seconds_total']:.0f}", _pct(agg["schema_valid"]),
-    ])
+    out.append(
+        [
+            f"TOTAL / median ({agg['trajectories']})",
+            "",
+            str(sum(r["messages"] for r in ok)),
+            str(sum(r["compressed"] for r in ok)),
+            _frac(*c),
+            _frac(
+                sum(r["constraints"]["candidates_kept"] for r in ok), sum(r["constraints"]["candidates"] for r in ok)
+            ),
+            _frac(*f),
+            _frac(*k),
+            _frac(*ch),
+            str(agg["ungrounded"]),
+            str(agg["dropped_by_grounding"]),
+            "-" if agg["canaries_planted"] is None else f"{agg['canaries_leaked']}/{agg['canaries_planted']}",
+            f"{sum(r['tokens']['part'] for r in ok if r.get('tokens'))}->{sum(r['tokens']['summary'] for r in ok if r.get('tokens'))}",
+            _pct(agg["token_reduction_median"]),
+            f"{agg['seconds_median'] or 0:.1f}",
+            f"{agg['prompt_seconds_total']:.0f}",
+            f"{agg['generation_seconds_total']:.0f}",
+            _pct(agg["schema_valid"]),
+        ]
+    )
     return out
 
 
-def format_report(rows: Sequence[Mapping[str, Any]], agg: Mapping[str, Any], must_keep: str | Path | None = None) -> str:
+def format_report(
+    rows: Sequence[Mapping[str, Any]], agg: Mapping[str, Any], must_keep: str | Path | None = None
+) -> str:
     body = table_rows(rows, agg)
     widths = [max(len(COLUMNS[i]), *(len(r[i]) for r in body)) for i in range(len(COLUMNS))]
     widths[0] = min(widths[0], 44)
@@ -372,11 +438,13 @@ def format_report(rows: Sequence[Mapping[str, Any]], agg: Mapping[str, Any], mus
     if must_keep is not None and Path(must_keep).resolve() == DEFAULT_MUST_KEEP.resolve():
         lines.append(IN_SAMPLE_NOTE)
     lines.append("")
-    lines.append("columns: kept/applicable for constr (curated must-keep phrases), cand (extractor candidates kept), "
-                 "failed (non-zero exit), calls (tool calls covered), files (patch files changed in the part); "
-                 "ungr = ungrounded model items in the final summary; drop = items the grounding step removed; "
-                 "canary = canary secrets found in the summary/planted (--canaries); reduct = 1 - summary/part tokens; sec/prompt/gen in seconds "
-                 "(row TOTAL: sec is the median, prompt/gen are totals).")
+    lines.append(
+        "columns: kept/applicable for constr (curated must-keep phrases), cand (extractor candidates kept), "
+        "failed (non-zero exit), calls (tool calls covered), files (patch files changed in the part); "
+        "ungr = ungrounded model items in the final summary; drop = items the grounding step removed; "
+        "canary = canary secrets found in the summary/planted (--canaries); reduct = 1 - summary/part tokens; sec/prompt/gen in seconds "
+        "(row TOTAL: sec is the median, prompt/gen are totals)."
+    )
     lines.append("")
     lines.append("targets:")
     for t in agg["targets"]:
@@ -469,8 +537,15 @@ def run_eval(
         _note(f"injection corpus: {injection_dir}")
         injection = evaluate_injection_dir(Path(injection_dir), compressor)
     agg = aggregate(rows, injection)
-    return {"keep_last": keep_last, "must_keep": str(must_keep), "canaries": canaries, "trajectories": rows, "skipped": skipped,
-            "injection": injection, "aggregate": agg}
+    return {
+        "keep_last": keep_last,
+        "must_keep": str(must_keep),
+        "canaries": canaries,
+        "trajectories": rows,
+        "skipped": skipped,
+        "injection": injection,
+        "aggregate": agg,
+    }
 
 
 def _note(message: str) -> None:
@@ -485,14 +560,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print("eval: error: --keep-last must be >= 0", file=sys.stderr)
         return 2
     report = run_eval(
-        args.paths, model=args.model, no_model=args.no_model, canaries=args.canaries, keep_last=args.keep_last,
-        threads=args.threads, must_keep=args.must_keep, injection_dir=None if args.no_injection else args.injection,
+        args.paths,
+        model=args.model,
+        no_model=args.no_model,
+        canaries=args.canaries,
+        keep_last=args.keep_last,
+        threads=args.threads,
+        must_keep=args.must_keep,
+        injection_dir=None if args.no_injection else args.injection,
     )
     sys.stdout.write(format_report(report["trajectories"], report["aggregate"], report["must_keep"]) + "\n")
     if report["injection"] is not None:
         inj = report["injection"]
-        sys.stdout.write(f"injection corpus: {len(inj['cases'])} cases, {inj['injected']} injected constraints, "
-                         f"{inj['expected_kept']}/{inj['expected']} expected constraints kept\n")
+        sys.stdout.write(
+            f"injection corpus: {len(inj['cases'])} cases, {inj['injected']} injected constraints, "
+            f"{inj['expected_kept']}/{inj['expected']} expected constraints kept\n"
+        )
     if args.json:
         write_atomic(Path(args.json), json.dumps(report, ensure_ascii=False, indent=1) + "\n")
         _note(f"wrote {args.json}")
@@ -500,18 +583,35 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="DIR_OR_FILE", help="trajectory files, or folders to walk for .json/.traj/.md")
+    p.add_argument(
+        "paths", nargs="+", metavar="DIR_OR_FILE", help="trajectory files, or folders to walk for .json/.traj/.md"
+    )
     p.add_argument("--json", metavar="OUT", help="write per-trajectory scores and the aggregate here (atomically)")
-    p.add_argument("--keep-last", type=int, default=5, help="messages kept out of the summary, as the hook does (default 5)")
-    p.add_argument("--model", help="add a model draft: 'default' (the embedded Gemma), a manifest name or a .gguf path "
-                                   "(default: none, the default compressor is extractive)")
+    p.add_argument(
+        "--keep-last", type=int, default=5, help="messages kept out of the summary, as the hook does (default 5)"
+    )
+    p.add_argument(
+        "--model",
+        help="add a model draft: 'default' (the embedded Gemma), a manifest name or a .gguf path "
+        "(default: none, the default compressor is extractive)",
+    )
     p.add_argument("--no-model", action="store_true", help="extractive only (the default; kept for scripts)")
-    p.add_argument("--canaries", action=argparse.BooleanOptionalAction, default=None,
-                   help="plant canary secrets in a copy of each trajectory and check that none reaches its summary "
-                        "(default: on with --no-model; with a model it doubles the run time)")
+    p.add_argument(
+        "--canaries",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="plant canary secrets in a copy of each trajectory and check that none reaches its summary "
+        "(default: on with --no-model; with a model it doubles the run time)",
+    )
     p.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the cores available)")
-    p.add_argument("--must-keep", default=str(DEFAULT_MUST_KEEP), help="curated must-keep phrases (default eval/must_keep.json)")
-    p.add_argument("--injection", default=str(DEFAULT_INJECTION_DIR), help="prompt-injection corpus folder (default tests/fixtures/injection)")
+    p.add_argument(
+        "--must-keep", default=str(DEFAULT_MUST_KEEP), help="curated must-keep phrases (default eval/must_keep.json)"
+    )
+    p.add_argument(
+        "--injection",
+        default=str(DEFAULT_INJECTION_DIR),
+        help="prompt-injection corpus folder (default tests/fixtures/injection)",
+    )
     p.add_argument("--no-injection", action="store_true", help="skip the prompt-injection corpus")
 
 

@@ -96,7 +96,13 @@ def read_task_entries(path: str | Path) -> list[TaskEntry]:
         try:
             raw = json.loads(line)
         except json.JSONDecodeError as err:
-            entries.append(TaskEntry(line=number, id=f"line-{number}", error=f"line {number}: malformed JSON ({err.msg}, column {err.colno})"))
+            entries.append(
+                TaskEntry(
+                    line=number,
+                    id=f"line-{number}",
+                    error=f"line {number}: malformed JSON ({err.msg}, column {err.colno})",
+                )
+            )
             continue
         task_id = _entry_id(raw, number)
         try:
@@ -132,7 +138,11 @@ def _git(args: list[str], cwd: Path) -> str:
     try:
         done = subprocess.run(
             ["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", *args],
-            cwd=cwd, env=os.environ | _GIT_ENV, capture_output=True, text=True, timeout=60,
+            cwd=cwd,
+            env=os.environ | _GIT_ENV,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     except FileNotFoundError:
         raise TaskSetupError("git is not installed (needed to set up task repositories)") from None
@@ -162,12 +172,23 @@ def setup_repo(task: Task, tasks_dir: Path, dest: Path) -> str:
     return _git(["rev-parse", "HEAD"], dest)
 
 
-def run_shell(command: str, cwd: Path, timeout_s: float, env: dict[str, str] | None = None) -> tuple[int | None, str, bool]:
+def run_shell(
+    command: str, cwd: Path, timeout_s: float, env: dict[str, str] | None = None
+) -> tuple[int | None, str, bool]:
     """Run ``command`` with ``sh`` in ``cwd``: (exit status or None, stdout+stderr, timed out). On a time-out
     the whole process group is killed, so no child outlives the run."""
     process = subprocess.Popen(
-        command, shell=True, cwd=cwd, env=os.environ | (env or {}), text=True, encoding="utf-8", errors="replace",
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        command,
+        shell=True,
+        cwd=cwd,
+        env=os.environ | (env or {}),
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         output, _ = process.communicate(timeout=timeout_s)

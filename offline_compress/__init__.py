@@ -21,8 +21,8 @@ from .errors import (
     TokenizerError,
 )
 from .history.messages import Message
-from .summary.schema import CompressedContext, compressed_context_json_schema
 from .history.trigger import CompressionDecision, TriggerConfig, evaluate_compression
+from .summary.schema import CompressedContext, compressed_context_json_schema
 
 __version__ = "0.1.0"
 
@@ -32,7 +32,7 @@ _LAZY = {
     "CompressionResult": "compressor",
     "compress_context": "compressor",
     "CompactionHook": "hook",
-    "CompactionMetrics": "hook",
+    "CompactionMetrics": "metrics",
     "TokenCounter": "tokens",
     "count_tokens": "tokens",
     "count_contradictions": "contradictions",

@@ -60,12 +60,16 @@ def plan(inputs: Sequence[str | Path], out_dir: Path) -> tuple[list[Job], list[J
     files = [f for f in find_history_files(inputs) if not f.resolve().is_relative_to(out)]
     if not files:
         raise InputError("no history files found", source=", ".join(map(str, inputs)))
-    jobs, by_output = [], {}
+    jobs: list[Job] = []
+    by_output: dict[Path, Path] = {}
     for f in files:
         job = Job(f, output_path(f, out_dir))
         if job.output in by_output:
-            raise InputError(f"{by_output[job.output]} and {f} would both write {job.output.name}; "
-                             "rename one or run them into different --out folders", source=str(f))
+            raise InputError(
+                f"{by_output[job.output]} and {f} would both write {job.output.name}; "
+                "rename one or run them into different --out folders",
+                source=str(f),
+            )
         by_output[job.output] = f
         jobs.append(job)
     finished = {j.output for j in jobs if is_done(j)}
@@ -84,8 +88,9 @@ class CompressStage:
     """Compresses one history file into its output. Built once per worker (the model loads here), then called
     for every file; as a Ray Data ``map_batches`` class it takes and returns batches of columns."""
 
-    def __init__(self, model: str | None, keep_last: int, max_tokens: int, n_threads: int | None,
-                 fmt: str = "auto") -> None:
+    def __init__(
+        self, model: str | None, keep_last: int, max_tokens: int, n_threads: int | None, fmt: str = "auto"
+    ) -> None:
         from .compressor import Compressor
 
         self.compressor = Compressor(model, keep_last=keep_last, max_tokens=max_tokens, n_threads=n_threads)
@@ -105,8 +110,11 @@ class CompressStage:
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         outcomes = [self.run(str(s), str(o)) for s, o in zip(batch["source"], batch["output"])]
-        return {"source": [o.source for o in outcomes], "error": [o.error for o in outcomes],
-                "seconds": [o.seconds for o in outcomes]}
+        return {
+            "source": [o.source for o in outcomes],
+            "error": [o.error for o in outcomes],
+            "seconds": [o.seconds for o in outcomes],
+        }
 
 
 def run_local(jobs: Sequence[Job], stage_args: dict[str, Any]) -> Iterator[Outcome]:
@@ -125,11 +133,12 @@ def run_ray(jobs: Sequence[Job], stage_args: dict[str, Any], workers: int) -> It
         import ray
         import ray.data
     except ImportError as err:
-        raise OfflineCompressError(f"--ray needs Ray Data ({err}); install it with: "
-                                   'pip install "offline_compress[ray]"') from None
+        raise OfflineCompressError(
+            f'--ray needs Ray Data ({err}); install it with: pip install "offline_compress[ray]"'
+        ) from None
     started = not ray.is_initialized()
     if started:
-        quiet = {"log_to_driver": False, "logging_level": logging.WARNING, "configure_logging": True}
+        quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING, "configure_logging": True}
         if os.environ.get("RAY_ADDRESS"):  # join that cluster (it has its own resources and dashboard)
             ray.init(**quiet)
         else:
@@ -140,8 +149,12 @@ def run_ray(jobs: Sequence[Job], stage_args: dict[str, Any], workers: int) -> It
         context.print_on_execution_start = False
         rows = [{"source": str(j.source), "output": str(j.output)} for j in jobs]
         dataset = ray.data.from_items(rows, override_num_blocks=len(rows)).map_batches(
-            CompressStage, fn_constructor_kwargs=stage_args, batch_size=1, num_cpus=1,
-            compute=ray.data.ActorPoolStrategy(size=workers))
+            CompressStage,
+            fn_constructor_kwargs=stage_args,
+            batch_size=1,
+            num_cpus=1,
+            compute=ray.data.ActorPoolStrategy(size=workers),
+        )
         try:
             for row in dataset.iter_rows():
                 yield Outcome(str(row["source"]), str(row["error"]), float(row["seconds"]))

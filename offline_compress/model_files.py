@@ -147,8 +147,10 @@ def resolve_model(model: str | Path | None = None, *, verify: bool = True) -> Pa
     else:
         name = str(model) if model is not None else default
         if name not in entries:
-            raise ModelFileError(f"unknown model {name!r}; known: {', '.join(sorted(entries)) or 'none'}; "
-                                 f"bring it with `{DOWNLOAD_HINT} --model {name} --from-file PATH --sha256 HEX`")
+            raise ModelFileError(
+                f"unknown model {name!r}; known: {', '.join(sorted(entries)) or 'none'}; "
+                f"bring it with `{DOWNLOAD_HINT} --model {name} --from-file PATH --sha256 HEX`"
+            )
         entry = entries[name]
         found = find_model_file(entry.file)
         if found is None:
@@ -157,7 +159,9 @@ def resolve_model(model: str | Path | None = None, *, verify: bool = True) -> Pa
     if entry is not None and verify:
         size = path.stat().st_size
         if entry.size is not None and size != entry.size:
-            raise ModelFileError(f"{path}: size {size} does not match the manifest ({entry.size}); run `{DOWNLOAD_HINT}` again")
+            raise ModelFileError(
+                f"{path}: size {size} does not match the manifest ({entry.size}); run `{DOWNLOAD_HINT}` again"
+            )
         actual = sha256_of(path)
         if actual != entry.sha256:
             raise ModelFileError(f"{path}: sha256 {actual} does not match the manifest ({entry.sha256})")

@@ -33,21 +33,22 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from offline_compress.engine.llamacpp import LlamaCppBackend  # noqa: E402
 from offline_compress.compressor import DEFAULT_MAX_TOKENS  # noqa: E402
-from offline_compress.history.cut import cut_index  # noqa: E402
-from offline_compress.summary.draft import Draft, draft_json_schema  # noqa: E402
+from offline_compress.engine.llamacpp import LlamaCppBackend  # noqa: E402
 from offline_compress.extract.facts import extract_facts  # noqa: E402
 from offline_compress.formats import load_history  # noqa: E402
+from offline_compress.history.cut import cut_index  # noqa: E402
 from offline_compress.model_files import resolve_model  # noqa: E402
+from offline_compress.summary.draft import Draft, draft_json_schema  # noqa: E402
 from offline_compress.summary.prompt import closing, digest, fixed_prefix  # noqa: E402
 
 REPEAT_PENALTY = 1.3
@@ -98,8 +99,13 @@ def run_unconstrained_sampler(backend: LlamaCppBackend, prefix: str, suffix: str
     prompt_ready(backend, prefix, suffix)
     llm = backend.llm
     sampler = internals.LlamaSampler()
-    sampler.add_penalties(n_vocab=llm.n_vocab(), penalty_last_n=llm.last_n_tokens_size,
-                          penalty_repeat=REPEAT_PENALTY, penalty_freq=0.0, penalty_present=0.0)
+    sampler.add_penalties(
+        n_vocab=llm.n_vocab(),
+        penalty_last_n=llm.last_n_tokens_size,
+        penalty_repeat=REPEAT_PENALTY,
+        penalty_freq=0.0,
+        penalty_present=0.0,
+    )
     sampler.add_greedy()
     start = time.perf_counter()
     for i in range(n):
@@ -130,8 +136,13 @@ def run_outlines(backend: LlamaCppBackend, prefix: str, suffix: str, schema: dic
         del processor.process_logits
     # The first call comes right after the prompt's decode; one call per sampled token, the last one is EOS.
     out_tokens = len(calls) - 1
-    return {"text": gen.text, "tokens": out_tokens, "decodes": out_tokens, "seconds": end - calls[0],
-            "retokenized": gen.generated_tokens}
+    return {
+        "text": gen.text,
+        "tokens": out_tokens,
+        "decodes": out_tokens,
+        "seconds": end - calls[0],
+        "retokenized": gen.generated_tokens,
+    }
 
 
 def run_fast(backend: LlamaCppBackend, prefix: str, suffix: str, schema: dict) -> dict:
@@ -140,13 +151,29 @@ def run_fast(backend: LlamaCppBackend, prefix: str, suffix: str, schema: dict) -
         gen = backend.generate(prefix, suffix, schema, DEFAULT_MAX_TOKENS, REPEAT_PENALTY)
     finally:
         backend.decoder = decoder
-    return {"text": gen.text, "tokens": gen.generated_tokens, "decodes": gen.decode_calls,
-            "seconds": gen.generation_seconds, "forced": gen.forced_tokens, "sampled": gen.sampled_tokens,
-            "mask_seconds": gen.mask_seconds, "masks": gen.masks, "stop": gen.stop_reason}
+    return {
+        "text": gen.text,
+        "tokens": gen.generated_tokens,
+        "decodes": gen.decode_calls,
+        "seconds": gen.generation_seconds,
+        "forced": gen.forced_tokens,
+        "sampled": gen.sampled_tokens,
+        "mask_seconds": gen.mask_seconds,
+        "masks": gen.masks,
+        "stop": gen.stop_reason,
+    }
 
 
-def run_fast_variant(backend: LlamaCppBackend, prefix: str, suffix: str, schema: dict, *, overlap: bool = True,
-                     batch_forced: bool = True, lazy_mask: bool = True) -> dict:
+def run_fast_variant(
+    backend: LlamaCppBackend,
+    prefix: str,
+    suffix: str,
+    schema: dict,
+    *,
+    overlap: bool = True,
+    batch_forced: bool = True,
+    lazy_mask: bool = True,
+) -> dict:
     """The fast loop with one of its two mechanisms switched off (same decoder, same process)."""
     dec = backend.fast_decoder()
     pool = dec._pool
@@ -154,14 +181,29 @@ def run_fast_variant(backend: LlamaCppBackend, prefix: str, suffix: str, schema:
         dec._pool = None
     try:
         prompt = prompt_ready(backend, prefix, suffix)
-        r = dec.decode(schema, DEFAULT_MAX_TOKENS, repeat_penalty=REPEAT_PENALTY, prompt_tokens=prompt,
-                       batch_forced=batch_forced, lazy_mask=lazy_mask)
+        r = dec.decode(
+            schema,
+            DEFAULT_MAX_TOKENS,
+            repeat_penalty=REPEAT_PENALTY,
+            prompt_tokens=prompt,
+            batch_forced=batch_forced,
+            lazy_mask=lazy_mask,
+        )
     finally:
         dec._pool = pool
     text = backend.llm.detokenize(r.tokens, prev_tokens=prompt).decode("utf-8", errors="ignore")
-    return {"text": text, "tokens": len(r.tokens), "decodes": r.decode_calls, "seconds": r.seconds,
-            "forced": r.forced_tokens, "sampled": r.sampled_tokens, "mask_seconds": r.mask_seconds,
-            "masks": r.masks, "stop": r.stop_reason, "decode_seconds": r.decode_seconds}
+    return {
+        "text": text,
+        "tokens": len(r.tokens),
+        "decodes": r.decode_calls,
+        "seconds": r.seconds,
+        "forced": r.forced_tokens,
+        "sampled": r.sampled_tokens,
+        "mask_seconds": r.mask_seconds,
+        "masks": r.masks,
+        "stop": r.stop_reason,
+        "decode_seconds": r.decode_seconds,
+    }
 
 
 def run_rotating(fns: dict[Any, Callable[[], Any]], reps: int) -> dict[Any, list[Any]]:
@@ -170,7 +212,7 @@ def run_rotating(fns: dict[Any, Callable[[], Any]], reps: int) -> dict[Any, list
     runs: dict[Any, list[Any]] = {k: [] for k in fns}
     order = list(fns)
     for rep in range(reps):
-        for key in order[rep % len(order):] + order[: rep % len(order)]:
+        for key in order[rep % len(order) :] + order[: rep % len(order)]:
             runs[key].append(fns[key]())
     return runs
 
@@ -183,6 +225,7 @@ def outside_decode_overhead(constrained: list[dict], unconstrained: list[dict]) 
     swamp. ``decode_ratio`` (median time per decode, constrained over unconstrained) checks the premise that
     the constraint work does not slow the decodes themselves; it carries that noise. ``end_to_end`` is the
     plain comparison of whole-loop time per decode, noise included."""
+
     def per_decode(runs: list[dict], seconds: Callable[[dict], float]) -> float:
         return statistics.median(seconds(r) / max(r["decodes"], 1) for r in runs)
 
@@ -197,17 +240,22 @@ def outside_decode_overhead(constrained: list[dict], unconstrained: list[dict]) 
 
     other_c, other_a = per_decode(constrained, outside), per_decode(unconstrained, outside)
     token_a = per_decode(unconstrained, loop)
-    return {"outside_decode_ms_constrained": other_c * 1e3, "outside_decode_ms_unconstrained": other_a * 1e3,
-            "overhead": (other_c - other_a) / token_a,
-            "decode_ratio": per_decode(constrained, decode) / per_decode(unconstrained, decode),
-            "end_to_end": per_decode(constrained, loop) / token_a - 1}
+    return {
+        "outside_decode_ms_constrained": other_c * 1e3,
+        "outside_decode_ms_unconstrained": other_a * 1e3,
+        "overhead": (other_c - other_a) / token_a,
+        "decode_ratio": per_decode(constrained, decode) / per_decode(unconstrained, decode),
+        "end_to_end": per_decode(constrained, loop) / token_a - 1,
+    }
 
 
 def fast_digests() -> dict[str, str]:
     backend = LlamaCppBackend(resolve_model())
     schema = draft_json_schema()
-    return {name: hashlib.sha256(run_fast(backend, prefix, suffix, schema)["text"].encode()).hexdigest()
-            for name, prefix, suffix in build_prompts(backend)}
+    return {
+        name: hashlib.sha256(run_fast(backend, prefix, suffix, schema)["text"].encode()).hexdigest()
+        for name, prefix, suffix in build_prompts(backend)
+    }
 
 
 def valid(text: str) -> bool:
@@ -294,15 +342,19 @@ def main() -> None:
         results.append(row)
         print(f"{name}: done", file=sys.stderr)
 
-    hdr = (f"{'prompt':32} {'ptok':>5} {'N(b)':>5} {'N(c)':>5} {'forced':>7} {'a tok/s':>8} {'a2 tok/s':>8} "
-           f"{'b tok/s':>8} {'b ovh':>7} {'c tok/s':>8} {'c/a':>6} {'N/dec':>6} {'valid b/c':>9} {'c==b':>5}")
+    hdr = (
+        f"{'prompt':32} {'ptok':>5} {'N(b)':>5} {'N(c)':>5} {'forced':>7} {'a tok/s':>8} {'a2 tok/s':>8} "
+        f"{'b tok/s':>8} {'b ovh':>7} {'c tok/s':>8} {'c/a':>6} {'N/dec':>6} {'valid b/c':>9} {'c==b':>5}"
+    )
     print(hdr)
     for r in results:
         t = r["tokens_per_s"]
-        print(f"{r['prompt'][:32]:32} {r['prompt_tokens']:5d} {r['n_tokens_b']:5d} {r['n_tokens_c']:5d} "
-              f"{r['forced_share_c']:7.1%} {t['a']:8.1f} {t['a2']:8.1f} {t['b']:8.1f} {r['overhead_b_vs_a']:+7.1%} "
-              f"{t['c']:8.1f} {r['effective_ratio_c_vs_a']:5.2f}x {r['tokens_per_decode_c']:6.2f} "
-              f"{str(r['b_valid'])[0]}/{str(r['c_valid'])[0]:>7} {str(r['c_equals_b']):>5}")
+        print(
+            f"{r['prompt'][:32]:32} {r['prompt_tokens']:5d} {r['n_tokens_b']:5d} {r['n_tokens_c']:5d} "
+            f"{r['forced_share_c']:7.1%} {t['a']:8.1f} {t['a2']:8.1f} {t['b']:8.1f} {r['overhead_b_vs_a']:+7.1%} "
+            f"{t['c']:8.1f} {r['effective_ratio_c_vs_a']:5.2f}x {r['tokens_per_decode_c']:6.2f} "
+            f"{str(r['b_valid'])[0]}/{str(r['c_valid'])[0]:>7} {str(r['c_equals_b']):>5}"
+        )
     summary = {
         "median_overhead_b_vs_a": statistics.median(r["overhead_b_vs_a"] for r in results),
         "median_overhead_b_vs_a2": statistics.median(r["overhead_b_vs_a2"] for r in results),
@@ -315,8 +367,7 @@ def main() -> None:
     }
     if not args.no_cross_process:
         # Note: this process built the fast decoder with Outlines' tokenizer; the child builds its own.
-        child = subprocess.run([sys.executable, __file__, "--fast-digests"], capture_output=True, text=True,
-                               check=True)
+        child = subprocess.run([sys.executable, __file__, "--fast-digests"], capture_output=True, text=True, check=True)
         theirs = json.loads(child.stdout.strip().splitlines()[-1])
         for r in results:
             r["c_same_bytes_other_process"] = theirs[r["prompt"]] == hashlib.sha256(r["text_c"].encode()).hexdigest()
@@ -331,9 +382,19 @@ def main() -> None:
     print(json.dumps(summary, indent=1))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"setup_seconds": setup_s, "reps": args.reps, "n_threads": backend.n_threads,
-                               "repeat_penalty": REPEAT_PENALTY, "summary": summary, "prompts": results},
-                              indent=1))
+    out.write_text(
+        json.dumps(
+            {
+                "setup_seconds": setup_s,
+                "reps": args.reps,
+                "n_threads": backend.n_threads,
+                "repeat_penalty": REPEAT_PENALTY,
+                "summary": summary,
+                "prompts": results,
+            },
+            indent=1,
+        )
+    )
     print(f"wrote {out}", file=sys.stderr)
 
 

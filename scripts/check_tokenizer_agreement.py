@@ -100,8 +100,10 @@ def describe(mismatch: tuple[str, str, list[int], list[int]], tokenizer: Any) ->
     i = first_diff(ours, theirs)
     lo = max(0, i - 3)
     show = lambda ids: [tokenizer.id_to_token(t) for t in ids[lo : i + 4]]  # noqa: E731
-    return (f"{label}: {len(ours)} vs {len(theirs)} tokens (llama.cpp), first difference at token {i}\n"
-            f"    ours:      {show(ours)}\n    llama.cpp: {show(theirs)}")
+    return (
+        f"{label}: {len(ours)} vs {len(theirs)} tokens (llama.cpp), first difference at token {i}\n"
+        f"    ours:      {show(ours)}\n    llama.cpp: {show(theirs)}"
+    )
 
 
 def open_llama(model: Path) -> Any:
@@ -118,8 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--show", type=int, default=5, help="mismatches to print")
     args = ap.parse_args(argv)
 
-    from offline_compress.tokens.gguf import load_target_tokenizer
     from offline_compress.model_files import resolve_model
+    from offline_compress.tokens.gguf import load_target_tokenizer
 
     missing = [str(p) for p in args.paths if not p.exists()]
     if missing:
@@ -134,9 +136,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     result = compare(texts, tokenizer, llama)
     files = len(history_files(args.paths))
-    print(f"files: {files}  texts checked: {result['texts']}  tokens: {result['tokens']}  "
-          f"mismatches: {len(result['mismatches'])}  (tokenizer load {loaded:.1f}s, compare "
-          f"{time.perf_counter() - start:.1f}s)")
+    print(
+        f"files: {files}  texts checked: {result['texts']}  tokens: {result['tokens']}  "
+        f"mismatches: {len(result['mismatches'])}  (tokenizer load {loaded:.1f}s, compare "
+        f"{time.perf_counter() - start:.1f}s)"
+    )
     for m in result["mismatches"][: args.show]:
         print(describe(m, tokenizer))
     return 1 if result["mismatches"] else 0

@@ -60,8 +60,13 @@ Finder = Callable[[str], object]
 
 def old_finder(ref: str) -> Finder:
     """``find_secrets`` of ``offline_compress/secrets/redact.py`` at git revision ``ref``."""
-    source = subprocess.run(["git", "show", f"{ref}:offline_compress/secrets/redact.py"], cwd=REPO, check=True,
-                            capture_output=True, text=True).stdout
+    source = subprocess.run(
+        ["git", "show", f"{ref}:offline_compress/secrets/redact.py"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     module = types.ModuleType(f"redact_at_{ref}")
     exec(compile(source, f"{ref}:offline_compress/secrets/redact.py", "exec"), module.__dict__)
     return module.find_secrets
@@ -104,15 +109,26 @@ def main(argv: list[str] | None = None) -> int:
         for name, (fmt, texts) in loaded.items():
             for index, text in texts:
                 for kind, (a, b) in find_secrets(text):
-                    finds.append({"file": name, "format": fmt, "message": index, "kind": kind, "match": text[a:b],
-                                  "context": text[max(0, a - 40):b + 20]})
+                    finds.append(
+                        {
+                            "file": name,
+                            "format": fmt,
+                            "message": index,
+                            "kind": kind,
+                            "match": text[a:b],
+                            "context": text[max(0, a - 40) : b + 20],
+                        }
+                    )
     finders: dict[str, Finder] = {"current": find_secrets}
     if args.compare_with:
         finders[args.compare_with] = old_finder(args.compare_with)
     timing = {
-        "files": len(loaded), "texts": len(all_texts), "chars": chars,
+        "files": len(loaded),
+        "texts": len(all_texts),
+        "chars": chars,
         "cpu_seconds_all": time_passes(finders, all_texts, args.reps),
-        "mini_swe_agent_runs": mini_runs, "mini_swe_agent_texts": len(mini),
+        "mini_swe_agent_runs": mini_runs,
+        "mini_swe_agent_texts": len(mini),
         "cpu_seconds_mini_swe_agent": time_passes(finders, mini, args.reps),
     }
     for f in finds:

@@ -35,15 +35,38 @@ sys.path.insert(0, str(REPO))
 
 from offline_compress.contradictions import count_contradictions  # noqa: E402
 
-DEFAULT_DIR = Path("/work/shared/trajectories/gruckion__mini-swe-agent/swebench_results/20251118_gemini-3-pro-74pct/trajs")
+DEFAULT_DIR = Path(
+    "/work/shared/trajectories/gruckion__mini-swe-agent/swebench_results/20251118_gemini-3-pro-74pct/trajs"
+)
 
 # The ground truth's own definitions (kept apart from the counter's code on purpose).
 _GT_TEST_DIRS = {"test", "tests", "testing"}
 _GT_CONFIG = {
-    "pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "pytest.ini", "noxfile.py", ".coveragerc", ".flake8",
-    "mypy.ini", ".pylintrc", "pylintrc", ".isort.cfg", ".pre-commit-config.yaml", ".editorconfig", "MANIFEST.in",
-    "Pipfile", "Pipfile.lock", "poetry.lock", "environment.yml", "package.json", "package-lock.json", "yarn.lock",
-    "tsconfig.json", "Cargo.toml", "go.mod",
+    "pyproject.toml",
+    "setup.cfg",
+    "setup.py",
+    "tox.ini",
+    "pytest.ini",
+    "noxfile.py",
+    ".coveragerc",
+    ".flake8",
+    "mypy.ini",
+    ".pylintrc",
+    "pylintrc",
+    ".isort.cfg",
+    ".pre-commit-config.yaml",
+    ".editorconfig",
+    "MANIFEST.in",
+    "Pipfile",
+    "Pipfile.lock",
+    "poetry.lock",
+    "environment.yml",
+    "package.json",
+    "package-lock.json",
+    "yarn.lock",
+    "tsconfig.json",
+    "Cargo.toml",
+    "go.mod",
 }
 
 
@@ -53,8 +76,10 @@ def gt_is_test(path: str) -> bool:
         return True
     if name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")):
         return True
-    return name in ("tests.py", "conftest.py") or name.endswith("_test.go") or bool(
-        re.search(r"\.(?:test|spec)\.(?:js|jsx|ts|tsx|mjs|cjs)$", name)
+    return (
+        name in ("tests.py", "conftest.py")
+        or name.endswith("_test.go")
+        or bool(re.search(r"\.(?:test|spec)\.(?:js|jsx|ts|tsx|mjs|cjs)$", name))
     )
 
 
@@ -86,8 +111,17 @@ def score(rows: list[dict], predicted_key: str, truth_key: str) -> dict:
     tn = len(rows) - len(tp) - len(fp) - len(fn)
     precision = len(tp) / (len(tp) + len(fp)) if tp or fp else None
     recall = len(tp) / (len(tp) + len(fn)) if tp or fn else None
-    return {"runs": len(rows), "tp": len(tp), "fp": len(fp), "fn": len(fn), "tn": tn,
-            "precision": precision, "recall": recall, "false_positives": fp, "false_negatives": fn}
+    return {
+        "runs": len(rows),
+        "tp": len(tp),
+        "fp": len(fp),
+        "fn": len(fn),
+        "tn": tn,
+        "precision": precision,
+        "recall": recall,
+        "false_positives": fp,
+        "false_negatives": fn,
+    }
 
 
 _BLOCK = re.compile(r"```(?:bash|mswea_bash_command)[ \t]*\r?\n(.*?)```", re.S)
@@ -96,12 +130,17 @@ _BLOCK = re.compile(r"```(?:bash|mswea_bash_command)[ \t]*\r?\n(.*?)```", re.S)
 def named_by_a_command(messages: list[dict], path: str) -> bool:
     """Does any assistant shell block name the file (its base name)? A quick, independent look at a miss."""
     name = path.rsplit("/", 1)[-1]
-    return any(name in block for m in messages if m.get("role") == "assistant"
-               for block in _BLOCK.findall(m.get("content") or ""))
+    return any(
+        name in block
+        for m in messages
+        if m.get("role") == "assistant"
+        for block in _BLOCK.findall(m.get("content") or "")
+    )
 
 
 def same_files(targets: list[str], patch_paths: list[str]) -> bool:
     """The counter's final targets name exactly the patch's files ("/testbed/a/b.py" names "a/b.py")."""
+
     def names(target: str, path: str) -> bool:
         return target == path or target.endswith("/" + path)
 
@@ -113,7 +152,8 @@ def same_files(targets: list[str], patch_paths: list[str]) -> bool:
 def final_hits(report, rules: tuple[str, ...]) -> list[dict]:
     return [
         {"rule": c.rule, "step": c.step, "target": c.target, "evidence": c.evidence}
-        for c in report.contradictions if c.final and c.rule in rules
+        for c in report.contradictions
+        if c.final and c.rule in rules
     ]
 
 
@@ -138,30 +178,32 @@ def main(argv: list[str] | None = None) -> int:
         cut = count_contradictions(without_submission_output(messages))
         cut_seconds = time.perf_counter() - t0
         full = count_contradictions(messages)
-        rows.append({
-            "run": path.name.split(".traj.json")[0],
-            "messages": len(messages),
-            "seconds": round(cut_seconds, 4),
-            "patch_test_files": [p for p in patch if gt_is_test(p)],
-            "patch_config_files": [p for p in patch if gt_is_config(p)],
-            "truth_tests": any(gt_is_test(p) for p in patch),
-            "truth_tests_or_config": any(gt_is_test(p) or gt_is_config(p) for p in patch),
-            "cut_tests": bool(final_hits(cut, tests_rule)),
-            "cut_tests_or_config": bool(final_hits(cut, both_rules)),
-            "full_tests": bool(final_hits(full, tests_rule)),
-            "full_tests_or_config": bool(final_hits(full, both_rules)),
-            "cut_tests_any": any(c.rule in tests_rule for c in cut.contradictions),
-            "same_test_files_as_patch": same_files(
-                [h["target"] for h in final_hits(cut, tests_rule)], [p for p in patch if gt_is_test(p)]
-            ),
-            "cut_final_hits": final_hits(cut, both_rules),
-            "protected_patch_files_named_by_a_command": {
-                p: named_by_a_command(messages, p) for p in patch if gt_is_test(p) or gt_is_config(p)
-            },
-            "cut_contradictions": len(cut.contradictions),
-            "cut_undone": sum(1 for c in cut.contradictions if not c.final),
-            "rules": [r.name for r in cut.rules],
-        })
+        rows.append(
+            {
+                "run": path.name.split(".traj.json")[0],
+                "messages": len(messages),
+                "seconds": round(cut_seconds, 4),
+                "patch_test_files": [p for p in patch if gt_is_test(p)],
+                "patch_config_files": [p for p in patch if gt_is_config(p)],
+                "truth_tests": any(gt_is_test(p) for p in patch),
+                "truth_tests_or_config": any(gt_is_test(p) or gt_is_config(p) for p in patch),
+                "cut_tests": bool(final_hits(cut, tests_rule)),
+                "cut_tests_or_config": bool(final_hits(cut, both_rules)),
+                "full_tests": bool(final_hits(full, tests_rule)),
+                "full_tests_or_config": bool(final_hits(full, both_rules)),
+                "cut_tests_any": any(c.rule in tests_rule for c in cut.contradictions),
+                "same_test_files_as_patch": same_files(
+                    [h["target"] for h in final_hits(cut, tests_rule)], [p for p in patch if gt_is_test(p)]
+                ),
+                "cut_final_hits": final_hits(cut, both_rules),
+                "protected_patch_files_named_by_a_command": {
+                    p: named_by_a_command(messages, p) for p in patch if gt_is_test(p) or gt_is_config(p)
+                },
+                "cut_contradictions": len(cut.contradictions),
+                "cut_undone": sum(1 for c in cut.contradictions if not c.final),
+                "rules": [r.name for r in cut.rules],
+            }
+        )
     seconds = time.perf_counter() - start
     result = {
         "source": str(args.dir),
@@ -178,9 +220,13 @@ def main(argv: list[str] | None = None) -> int:
         "per_run": rows,
     }
     by_run = {r["run"]: r for r in rows}
-    for name in ("primary_tests_without_submission_output", "tests_or_config_without_submission_output",
-                 "baseline_any_test_contradiction_final_or_not", "consistency_tests_full_history",
-                 "consistency_tests_or_config_full_history"):
+    for name in (
+        "primary_tests_without_submission_output",
+        "tests_or_config_without_submission_output",
+        "baseline_any_test_contradiction_final_or_not",
+        "consistency_tests_full_history",
+        "consistency_tests_or_config_full_history",
+    ):
         s = result[name]
         p = "n/a" if s["precision"] is None else f"{s['precision']:.1%}"
         r = "n/a" if s["recall"] is None else f"{s['recall']:.1%}"
@@ -190,11 +236,15 @@ def main(argv: list[str] | None = None) -> int:
         for run in s["false_positives"]:
             print(f"  FP {run}: final hits {[(h['step'], h['target']) for h in by_run[run]['cut_final_hits']]}")
         for run in s["false_negatives"]:
-            print(f"  FN {run}: patch files named by a command: {by_run[run]['protected_patch_files_named_by_a_command']}")
+            print(
+                f"  FN {run}: patch files named by a command: {by_run[run]['protected_patch_files_named_by_a_command']}"
+            )
     same = result["runs_whose_final_test_files_equal_the_patch_test_files"]
     print(f"runs whose final test-file contradictions name exactly the patch's test files: {same}/{len(rows)}")
-    print(f"{len(rows)} runs in {seconds:.1f} s (both passes); one history: median "
-          f"{result['median_seconds_per_history'] * 1000:.0f} ms, max {result['max_seconds_per_history'] * 1000:.0f} ms")
+    print(
+        f"{len(rows)} runs in {seconds:.1f} s (both passes); one history: median "
+        f"{result['median_seconds_per_history'] * 1000:.0f} ms, max {result['max_seconds_per_history'] * 1000:.0f} ms"
+    )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -91,10 +91,12 @@ def write(db: str, session: str, label: str, count: int, go: str) -> None:
     while not Path(go).exists():
         time.sleep(0.005)
     for n in range(count):
-        history = [{"role": "user", "content": f"write {n} message {i} marker{label}"}
-                   for i in range(MESSAGES_PER_WRITE)]
-        archive.record_compaction(session, history, head=1, cut=MESSAGES_PER_WRITE - 2, reason="test",
-                                  summary_json="{}")
+        history = [
+            {"role": "user", "content": f"write {n} message {i} marker{label}"} for i in range(MESSAGES_PER_WRITE)
+        ]
+        archive.record_compaction(
+            session, history, head=1, cut=MESSAGES_PER_WRITE - 2, reason="test", summary_json="{}"
+        )
     print("done", flush=True)
 
 

@@ -5,7 +5,6 @@ the token counts are only meaningful against the real target."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,8 +69,11 @@ def history_of(path: Path) -> list[dict[str, Any]]:
 
 
 def fixture_files() -> list[Path]:
-    return sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".json", ".traj", ".md")
-                  and not p.name.upper().startswith(("LICENSE", "README", "ATTRIBUTION")))
+    return sorted(
+        p
+        for p in FIXTURES.rglob("*")
+        if p.suffix in (".json", ".traj", ".md") and not p.name.upper().startswith(("LICENSE", "README", "ATTRIBUTION"))
+    )
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 
 from evaluation.ab_live import ABConfig, RunRecord, format_table, run_ab, summarize
-from evaluation.llama_server import free_port
 from evaluation.agent_loop import (
     AgentSettings,
     ChatClient,
@@ -31,11 +30,22 @@ from evaluation.agent_loop import (
     run_agent,
     truncate_output,
 )
+from evaluation.llama_server import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 TASKS_FILE = REPO / "eval" / "tasks" / "tasks.jsonl"
-REQUIRED = {"task_id", "arm", "completed", "contradictions", "total_input_tokens", "total_output_tokens",
-            "duration_ms", "compactions", "steps", "error"}
+REQUIRED = {
+    "task_id",
+    "arm",
+    "completed",
+    "contradictions",
+    "total_input_tokens",
+    "total_output_tokens",
+    "duration_ms",
+    "compactions",
+    "steps",
+    "error",
+}
 
 Reply = Callable[[int, dict[str, Any]], dict[str, Any]]
 
@@ -46,8 +56,9 @@ class ScriptedEndpoint:
     omit it; ``status``: answer every chat call with this HTTP error; ``delay_s``: sleep before answering;
     ``reject_tools``: answer HTTP 400 to a request that offers tools (as vLLM does without auto tool choice)."""
 
-    def __init__(self, reply: Reply, *, usage: bool = True, status: int = 200, delay_s: float = 0.0,
-                 reject_tools: bool = False) -> None:
+    def __init__(
+        self, reply: Reply, *, usage: bool = True, status: int = 200, delay_s: float = 0.0, reject_tools: bool = False
+    ) -> None:
         self.reply, self.usage, self.status, self.delay_s = reply, usage, status, delay_s
         self.reject_tools = reject_tools
         self.requests: list[dict[str, Any]] = []
@@ -83,15 +94,20 @@ class ScriptedEndpoint:
                     return
                 message = {"role": "assistant", **endpoint.reply(index, request)}
                 document: dict[str, Any] = {
-                    "id": f"chatcmpl-{index}", "object": "chat.completion", "model": request.get("model"),
+                    "id": f"chatcmpl-{index}",
+                    "object": "chat.completion",
+                    "model": request.get("model"),
                     "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
                 }
                 if endpoint.usage:
                     prompt = len(json.dumps(request["messages"])) // 4
                     endpoint.reported_prompt_tokens.append(prompt)
                     completion = len(json.dumps(message)) // 4
-                    document["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion,
-                                         "total_tokens": prompt + completion}
+                    document["usage"] = {
+                        "prompt_tokens": prompt,
+                        "completion_tokens": completion,
+                        "total_tokens": prompt + completion,
+                    }
                 self._send(200, document)
 
         class Server(ThreadingHTTPServer):
@@ -115,7 +131,9 @@ class ScriptedEndpoint:
 
 def carries_summary(request: dict[str, Any]) -> bool:
     """The request's history holds the hook's summary message (after the kept head: system prompt and task)."""
-    return any(m["role"] == "system" and (m.get("content") or "").startswith("[CONTEXT_SUMMARY]") for m in request["messages"])
+    return any(
+        m["role"] == "system" and (m.get("content") or "").startswith("[CONTEXT_SUMMARY]") for m in request["messages"]
+    )
 
 
 def bash_block(command: str) -> dict[str, Any]:
@@ -131,7 +149,11 @@ def solve_with_patch(task_id: str) -> Reply:
         sent = json.dumps(request["messages"])
         if "git apply" not in sent:
             return bash_block(f"git apply {patch}")
-        return bash_block("submit") if "unittest discover -s tests -q" in sent else bash_block("python3 -m unittest discover -s tests -q")
+        return (
+            bash_block("submit")
+            if "unittest discover -s tests -q" in sent
+            else bash_block("python3 -m unittest discover -s tests -q")
+        )
 
     return reply
 
@@ -146,18 +168,25 @@ def by_arm(runs: list[RunRecord]) -> dict[str, RunRecord]:
 
 # -- the agent loop's parts ---------------------------------------------------------------------------------
 
+
 def test_parse_actions_text_and_tool_calls() -> None:
     assert parse_actions({"content": "x\n```bash\nls -la\n```\n```bash\nrm -rf /\n```"})[0][0].command == "ls -la"
     assert parse_actions({"content": "```bash\nsubmit\n```"})[0][0].kind == "submit"
     assert parse_actions({"content": "no command here"}) == ([], "none")
-    calls = {"tool_calls": [
-        {"id": "a", "function": {"name": "bash", "arguments": json.dumps({"command": "pwd"})}},
-        {"id": "b", "function": {"name": "submit", "arguments": "{}"}},
-        {"id": "c", "function": {"name": "bash", "arguments": "not json"}},
-    ]}
+    calls = {
+        "tool_calls": [
+            {"id": "a", "function": {"name": "bash", "arguments": json.dumps({"command": "pwd"})}},
+            {"id": "b", "function": {"name": "submit", "arguments": "{}"}},
+            {"id": "c", "function": {"name": "bash", "arguments": "not json"}},
+        ]
+    }
     actions, kind = parse_actions(calls)
     assert kind == "tools"
-    assert [(a.kind, a.command, a.tool_call_id) for a in actions] == [("bash", "pwd", "a"), ("submit", "", "b"), ("bash", "", "c")]
+    assert [(a.kind, a.command, a.tool_call_id) for a in actions] == [
+        ("bash", "pwd", "a"),
+        ("submit", "", "b"),
+        ("bash", "", "c"),
+    ]
 
 
 def test_truncate_output_keeps_head_and_tail() -> None:
@@ -173,15 +202,30 @@ def test_tool_call_protocol_runs_commands_and_submits(tmp_path: Path) -> None:
     def reply(i: int, request: dict[str, Any]) -> dict[str, Any]:
         assert request["tools"][0]["function"]["name"] == "bash"
         if i == 0:
-            return {"content": None, "tool_calls": [{"id": "t1", "type": "function", "function": {
-                "name": "bash", "arguments": json.dumps({"command": "cat hello.txt"})}}]}
-        return {"content": "", "tool_calls": [{"id": "t2", "type": "function", "function": {"name": "submit", "arguments": "{}"}}]}
+            return {
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "t1",
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": json.dumps({"command": "cat hello.txt"})},
+                    }
+                ],
+            }
+        return {
+            "content": "",
+            "tool_calls": [{"id": "t2", "type": "function", "function": {"name": "submit", "arguments": "{}"}}],
+        }
 
     with ScriptedEndpoint(reply) as endpoint:
-        run = run_agent("Read hello.txt", tmp_path, AgentSettings(model_url=endpoint.url, protocol="tools"), timeout_s=30)
+        run = run_agent(
+            "Read hello.txt", tmp_path, AgentSettings(model_url=endpoint.url, protocol="tools"), timeout_s=30
+        )
     assert run.submitted and run.error is None and run.steps == 2 and run.protocol_used == "tools"
     tool_result = endpoint.requests[1]["messages"][-1]
-    assert tool_result["role"] == "tool" and tool_result["tool_call_id"] == "t1" and "hi there" in tool_result["content"]
+    assert (
+        tool_result["role"] == "tool" and tool_result["tool_call_id"] == "t1" and "hi there" in tool_result["content"]
+    )
     assert run.input_tokens == sum(endpoint.reported_prompt_tokens) and run.token_source == "endpoint"
 
 
@@ -194,7 +238,9 @@ def test_auto_protocol_falls_back_to_text_when_the_server_rejects_tools(tmp_path
 
 def test_text_blocks_are_ignored_in_the_tools_protocol(tmp_path: Path) -> None:
     with ScriptedEndpoint(lambda i, _: bash_block("touch made-by-text")) as endpoint:
-        run = run_agent("anything", tmp_path, AgentSettings(model_url=endpoint.url, protocol="tools", max_steps=2), timeout_s=30)
+        run = run_agent(
+            "anything", tmp_path, AgentSettings(model_url=endpoint.url, protocol="tools", max_steps=2), timeout_s=30
+        )
     assert not (tmp_path / "made-by-text").exists()
     assert run.stop_reason == "max_steps" and run.protocol_used == "none"
     assert endpoint.requests[1]["messages"][-1]["content"].startswith("Your reply had no command")
@@ -224,6 +270,7 @@ def test_client_errors_are_one_line() -> None:
 
 # -- the harness --------------------------------------------------------------------------------------------
 
+
 def test_completion_is_decided_by_the_check_in_both_arms() -> None:
     with ScriptedEndpoint(solve_with_patch("lru-evict")) as endpoint:
         report = run_ab(config(endpoint.url, only=["lru-evict"], keep_workdirs=True))
@@ -242,9 +289,14 @@ def test_completion_is_decided_by_the_check_in_both_arms() -> None:
 def test_the_tempting_shortcut_is_not_completed_and_counts_as_a_contradiction() -> None:
     """lint-line-length: an agent that raises the limit in the protected lint.cfg gets the linter to pass, but
     the check fails and the contradiction counter reports the edit; the known-good fix has no contradiction."""
+
     def shortcut(i: int, request: dict[str, Any]) -> dict[str, Any]:
         done = "sed -i" in json.dumps(request["messages"])
-        return bash_block("submit") if done else bash_block("sed -i 's/max_line_length = 79/max_line_length = 200/' lint.cfg")
+        return (
+            bash_block("submit")
+            if done
+            else bash_block("sed -i 's/max_line_length = 79/max_line_length = 200/' lint.cfg")
+        )
 
     with ScriptedEndpoint(shortcut) as endpoint:
         cheated = run_ab(config(endpoint.url, only=["lint-line-length"]))
@@ -256,7 +308,9 @@ def test_the_tempting_shortcut_is_not_completed_and_counts_as_a_contradiction() 
 
 
 def test_an_agent_that_claims_success_without_fixing_is_not_completed() -> None:
-    with ScriptedEndpoint(lambda i, _: bash_block("echo 'All tests pass, done.'") if i == 0 else bash_block("submit")) as endpoint:
+    with ScriptedEndpoint(
+        lambda i, _: bash_block("echo 'All tests pass, done.'") if i == 0 else bash_block("submit")
+    ) as endpoint:
         report = run_ab(config(endpoint.url, only=["semver-order"]))
     assert all(r.stop_reason == "submitted" and not r.completed and r.error is None for r in report.runs)
 
@@ -291,7 +345,11 @@ def test_late_system_messages_can_be_sent_as_user_messages() -> None:
     assert hook.compactions >= 1
     assert not any(carries_summary(r) for r in endpoint.requests)
     assert all(m["role"] != "system" for r in endpoint.requests for m in r["messages"][1:])
-    assert any(m["role"] == "user" and m["content"].startswith("[CONTEXT_SUMMARY]") for r in endpoint.requests for m in r["messages"])
+    assert any(
+        m["role"] == "user" and m["content"].startswith("[CONTEXT_SUMMARY]")
+        for r in endpoint.requests
+        for m in r["messages"]
+    )
     assert hook.total_input_tokens < by_arm(report.runs)["no_hook"].total_input_tokens
 
 
@@ -368,9 +426,25 @@ def test_cli_writes_json_and_prints_the_table(tmp_path: Path) -> None:
     out = tmp_path / "ab.json"
     with ScriptedEndpoint(solve_with_patch("slugify-dashes")) as endpoint:
         done = subprocess.run(
-            [sys.executable, "-m", "evaluation", "ab", str(TASKS_FILE), "--model-url", endpoint.url,
-             "--only", "slugify-dashes", "--no-model", "--json", str(out)],
-            capture_output=True, text=True, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}, timeout=300,
+            [
+                sys.executable,
+                "-m",
+                "evaluation",
+                "ab",
+                str(TASKS_FILE),
+                "--model-url",
+                endpoint.url,
+                "--only",
+                "slugify-dashes",
+                "--no-model",
+                "--json",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=os.environ | {"PYTHONPATH": str(REPO)},
+            timeout=300,
         )
     assert done.returncode == 0, done.stderr
     assert "exact McNemar p = 1" in done.stdout and "slugify-dashes" in done.stdout
@@ -382,22 +456,58 @@ def test_cli_writes_json_and_prints_the_table(tmp_path: Path) -> None:
 
 def test_cli_bad_input_is_one_line(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "evaluation", "ab", str(tmp_path / "none.jsonl"), "--model-url", "http://127.0.0.1:9/v1"],
-        capture_output=True, text=True, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "evaluation",
+            "ab",
+            str(tmp_path / "none.jsonl"),
+            "--model-url",
+            "http://127.0.0.1:9/v1",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=os.environ | {"PYTHONPATH": str(REPO)},
+        timeout=120,
     )
     assert done.returncode == 2 and done.stderr.strip().count("\n") == 0 and "no such file" in done.stderr
     done = subprocess.run(
-        [sys.executable, "-m", "evaluation", "ab", str(TASKS_FILE), "--model-url", "http://127.0.0.1:9/v1",
-         "--only", "no-such-task"],
-        capture_output=True, text=True, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "evaluation",
+            "ab",
+            str(TASKS_FILE),
+            "--model-url",
+            "http://127.0.0.1:9/v1",
+            "--only",
+            "no-such-task",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=os.environ | {"PYTHONPATH": str(REPO)},
+        timeout=120,
     )
     assert done.returncode == 2 and "no-such-task" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_summary_pairs_and_mcnemar() -> None:
     def row(task: str, arm: str, completed: bool, tokens: int) -> RunRecord:
-        return RunRecord(task_id=task, arm=arm, completed=completed, contradictions=None, total_input_tokens=tokens,
-                         total_output_tokens=1, token_source="endpoint", duration_ms=10, compactions=0, steps=1, error=None)
+        return RunRecord(
+            task_id=task,
+            arm=arm,
+            completed=completed,
+            contradictions=None,
+            total_input_tokens=tokens,
+            total_output_tokens=1,
+            token_source="endpoint",
+            duration_ms=10,
+            compactions=0,
+            steps=1,
+            error=None,
+        )
 
     runs = [row(f"t{i}", "hook", True, 50) for i in range(6)] + [row(f"t{i}", "no_hook", False, 100) for i in range(6)]
     runs.append(row("unpaired", "hook", True, 1000))
@@ -409,6 +519,7 @@ def test_summary_pairs_and_mcnemar() -> None:
 
 
 # -- mini-swe-agent ----------------------------------------------------------------------------------------
+
 
 def mswea_block(command: str) -> dict[str, Any]:
     return {"content": f"THOUGHT: next step.\n\n```mswea_bash_command\n{command}\n```"}
@@ -433,7 +544,9 @@ def test_mini_swe_agent_step_limit_and_refused_endpoint() -> None:
         report = run_ab(config(endpoint.url, agent="mini-swe-agent", only=["csv-quotes"], max_steps=2))
     assert all(r.stop_reason == "max_steps" and "reached --max-steps 2" in r.error for r in report.runs)
     started = time.monotonic()
-    report = run_ab(config(f"http://127.0.0.1:{free_port()}/v1", model="m", agent="mini-swe-agent", only=["csv-quotes"]))
+    report = run_ab(
+        config(f"http://127.0.0.1:{free_port()}/v1", model="m", agent="mini-swe-agent", only=["csv-quotes"])
+    )
     assert all(r.error and r.error.startswith("model endpoint:") for r in report.runs)
     assert time.monotonic() - started < 60
 
@@ -459,10 +572,15 @@ def test_compacting_agent_compacts_and_keeps_the_full_trajectory(tmp_path: Path)
     script = [mswea_block("cat big.txt")] * 4 + [mswea_block("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")]
     cfg = builtin_config("mini_textbased")
     with ScriptedEndpoint(lambda i, _: script[min(i, len(script) - 1)]) as endpoint:
-        hook = CompactionHook(4096, archive_path=tmp_path / "archive.sqlite3", compressor=Compressor(None), recall_note="")
-        agent = CompactingAgent(local_model(endpoint.url, "scripted-model", **cfg["model"]),
-                                LocalEnvironment(cwd=str(tmp_path)), hook=hook,
-                                **cfg["agent"] | {"step_limit": 10, "cost_limit": 0})
+        hook = CompactionHook(
+            4096, archive_path=tmp_path / "archive.sqlite3", compressor=Compressor(None), recall_note=""
+        )
+        agent = CompactingAgent(
+            local_model(endpoint.url, "scripted-model", **cfg["model"]),
+            LocalEnvironment(cwd=str(tmp_path)),
+            hook=hook,
+            **cfg["agent"] | {"step_limit": 10, "cost_limit": 0},
+        )
         info = agent.run("Read big.txt")
     assert info["exit_status"] == "Submitted"
     assert len(hook.metrics) >= 1
@@ -497,8 +615,14 @@ def test_mini_swe_agent_model_makes_no_connection_beyond_localhost(tmp_path: Pat
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LITELLM_", "MSWEA_"))}
     env |= {"PYTHONPATH": str(REPO), "MSWEA_GLOBAL_CONFIG_DIR": str(tmp_path)}
     with ScriptedEndpoint(lambda i, _: mswea_block("ls")) as endpoint:
-        done = subprocess.run([sys.executable, "-c", script, endpoint.url], capture_output=True, text=True,
-                              env=env, cwd=tmp_path, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-c", script, endpoint.url],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=300,
+        )
     assert done.returncode == 0, done.stderr[-2000:]
     destinations = json.loads(done.stdout.strip().splitlines()[-1])
     assert destinations, "the audit hook saw no connection at all (the query did not reach the endpoint)"
@@ -506,6 +630,7 @@ def test_mini_swe_agent_model_makes_no_connection_beyond_localhost(tmp_path: Pat
 
 
 # -- end to end: the embedded model behind llama-cpp-python's server ----------------------------------------
+
 
 @pytest.fixture()
 def llama_server(tmp_path: Path) -> Iterator[str]:
@@ -527,10 +652,33 @@ def test_end_to_end_against_llama_cpp_server(llama_server: str, tmp_path: Path) 
     arms, records every field, counts tokens from the server's ``usage``, and does not crash."""
     out = tmp_path / "ab.json"
     done = subprocess.run(
-        [sys.executable, "-m", "evaluation", "ab", str(TASKS_FILE), "--model-url", llama_server,
-         "--only", "slugify-dashes", "--max-steps", "6", "--max-reply-tokens", "48", "--context", "1024",
-         "--no-model", "--late-system", "user", "--json", str(out)],
-        capture_output=True, text=True, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "evaluation",
+            "ab",
+            str(TASKS_FILE),
+            "--model-url",
+            llama_server,
+            "--only",
+            "slugify-dashes",
+            "--max-steps",
+            "6",
+            "--max-reply-tokens",
+            "48",
+            "--context",
+            "1024",
+            "--no-model",
+            "--late-system",
+            "user",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=os.environ | {"PYTHONPATH": str(REPO)},
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr

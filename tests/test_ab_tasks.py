@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from offline_compress.errors import InputError
 from evaluation.stats import discordant, mcnemar_exact
 from evaluation.tasks import (
     TaskSetupError,
@@ -19,6 +18,7 @@ from evaluation.tasks import (
     run_check,
     setup_repo,
 )
+from offline_compress.errors import InputError
 
 REPO = Path(__file__).resolve().parent.parent
 TASKS_FILE = REPO / "eval" / "tasks" / "tasks.jsonl"
@@ -113,7 +113,12 @@ def test_bad_lines_become_entries_with_errors(tmp_path: Path) -> None:
     path.write_text("\n".join(lines))
     entries = read_task_entries(path)
     assert [(e.id, e.task is not None) for e in entries] == [
-        ("ok", True), ("line-2", False), ("no-check", False), ("ok", False), ("extra", False)]
+        ("ok", True),
+        ("line-2", False),
+        ("no-check", False),
+        ("ok", False),
+        ("extra", False),
+    ]
     assert "line 2: malformed JSON" in entries[1].error
     assert "field 'check'" in entries[2].error
     assert "duplicate task id 'ok'" in entries[3].error

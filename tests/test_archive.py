@@ -18,16 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from offline_compress.hook import HEAD_NOTE
-
 from offline_compress import CompactionHook, Compressor
+from offline_compress.archive.recall import RECALL_NOTE, RECALL_TOOL_NAME
 from offline_compress.archive.store import Archive, ArchiveError, default_archive_path, fts_query, snippet
 from offline_compress.cli import main
-from offline_compress.summary.message import SUMMARY_PREFIX, parse_summary_message
 from offline_compress.errors import InputError
 from offline_compress.formats import load_history
 from offline_compress.history.messages import Message
-from offline_compress.archive.recall import RECALL_NOTE, RECALL_TOOL_NAME
+from offline_compress.hook import HEAD_NOTE
+from offline_compress.summary.message import SUMMARY_PREFIX, parse_summary_message
 
 TESTS = Path(__file__).resolve().parent
 FIXTURE = TESTS / "fixtures" / "mini-swe-agent" / "django__django-11163.traj.json"
@@ -73,18 +72,27 @@ def db_state(path):
         conn.execute("INSERT INTO message_text(message_text) VALUES ('integrity-check')")  # raises if corrupt
         rows = conn.execute("SELECT session, number, head, cut, history FROM compactions").fetchall()
         for session, number, head, cut, history in rows:
-            idx = [r[0] for r in conn.execute("SELECT idx FROM messages WHERE session=? AND compaction=? ORDER BY idx",
-                                              (session, number))]
-            replaced = conn.execute("SELECT count(*) FROM messages WHERE session=? AND compaction=? AND replaced",
-                                    (session, number)).fetchone()[0]
+            idx = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT idx FROM messages WHERE session=? AND compaction=? ORDER BY idx", (session, number)
+                )
+            ]
+            replaced = conn.execute(
+                "SELECT count(*) FROM messages WHERE session=? AND compaction=? AND replaced", (session, number)
+            ).fetchone()[0]
             if idx != list(range(history)) or replaced != cut - head:
                 problems.append(f"compaction {session}/{number} has {len(idx)} of {history} messages")
-        orphans = conn.execute("SELECT count(*) FROM messages m LEFT JOIN compactions c ON c.session = m.session "
-                               "AND c.number = m.compaction WHERE c.number IS NULL").fetchone()[0]
-        unindexed = conn.execute("SELECT count(*) FROM message_text WHERE rowid NOT IN (SELECT id FROM messages)"
-                                 ).fetchone()[0]
-        missing = conn.execute("SELECT count(*) FROM messages WHERE hash NOT IN (SELECT hash FROM contents)"
-                               ).fetchone()[0]
+        orphans = conn.execute(
+            "SELECT count(*) FROM messages m LEFT JOIN compactions c ON c.session = m.session "
+            "AND c.number = m.compaction WHERE c.number IS NULL"
+        ).fetchone()[0]
+        unindexed = conn.execute(
+            "SELECT count(*) FROM message_text WHERE rowid NOT IN (SELECT id FROM messages)"
+        ).fetchone()[0]
+        missing = conn.execute(
+            "SELECT count(*) FROM messages WHERE hash NOT IN (SELECT hash FROM contents)"
+        ).fetchone()[0]
         if orphans or unindexed or missing:
             problems.append(f"{orphans} orphan messages, {unindexed} orphan text rows, {missing} missing contents")
         return len(rows), problems
@@ -113,8 +121,9 @@ def test_restore_is_exact_after_chained_compactions(extractive, trajectory, tmp_
     assert parse_summary_message(Message.model_validate(summaries[0])) is not None
     # the head, given at every compaction, is stored once
     conn = sqlite3.connect(hook.archive_path)
-    stored = conn.execute("SELECT count(*) FROM contents WHERE json = ?",
-                          (json.dumps(trajectory[0], ensure_ascii=False),)).fetchone()[0]
+    stored = conn.execute(
+        "SELECT count(*) FROM contents WHERE json = ?", (json.dumps(trajectory[0], ensure_ascii=False),)
+    ).fetchone()[0]
     rows = conn.execute("SELECT count(*) FROM messages WHERE idx = 0").fetchone()[0]
     conn.close()
     assert stored == 1 and rows == len(given)
@@ -122,23 +131,31 @@ def test_restore_is_exact_after_chained_compactions(extractive, trajectory, tmp_
 
 
 def test_message_objects_and_unicode_are_archived_as_given(tmp_path):
-    history = [Message(role="system", content="s"), {"role": "user", "content": "héllo\nwörld ✓", "extra": [1, 2]},
-               {"role": "assistant", "content": "x"}]
+    history = [
+        Message(role="system", content="s"),
+        {"role": "user", "content": "héllo\nwörld ✓", "extra": [1, 2]},
+        {"role": "assistant", "content": "x"},
+    ]
     with Archive(tmp_path / "a.sqlite3") as archive:
         n = archive.record_compaction("s", history, head=1, cut=2, reason="manual", summary_json="{}")
         assert archive.restore(n) == [{"role": "system", "content": "s"}, history[1], history[2]]
         assert archive.replaced(n) == [(1, history[1])]
     conn = sqlite3.connect(tmp_path / "a.sqlite3")
-    assert conn.execute("SELECT count(*) FROM contents WHERE json = ?",
-                        (json.dumps(history[1], ensure_ascii=False),)).fetchone()[0] == 1
+    assert (
+        conn.execute(
+            "SELECT count(*) FROM contents WHERE json = ?", (json.dumps(history[1], ensure_ascii=False),)
+        ).fetchone()[0]
+        == 1
+    )
     conn.close()
 
 
 def test_restore_names_what_is_missing(tmp_path):
     with Archive(tmp_path / "a.sqlite3") as archive:
         for session in ("a", "b"):
-            archive.record_compaction(session, [{"role": "user", "content": "x"}], head=0, cut=1, reason="r",
-                                      summary_json="{}")
+            archive.record_compaction(
+                session, [{"role": "user", "content": "x"}], head=0, cut=1, reason="r", summary_json="{}"
+            )
         with pytest.raises(ArchiveError, match="several sessions"):
             archive.restore(1)
         with pytest.raises(ArchiveError, match="no compaction 2"):
@@ -155,9 +172,13 @@ def test_recall_finds_the_archived_message_and_the_agent_can_ask(extractive, tra
     head, cut = hook.metrics[-1].head, len(trajectory) - (len(new) - hook.metrics[-1].head - 1)
     # A line of tool output the summary does not hold, chosen by position, and its message found by plain search.
     summary = new[head]["content"]
-    needle = next(line.strip() for m in trajectory[head:cut] if m["role"] == "user"
-                  for line in m["content"].splitlines()
-                  if len(line.strip()) > 30 and line.strip() not in summary and "def " in line)
+    needle = next(
+        line.strip()
+        for m in trajectory[head:cut]
+        if m["role"] == "user"
+        for line in m["content"].splitlines()
+        if len(line.strip()) > 30 and line.strip() not in summary and "def " in line
+    )
     holders = [i for i in range(head, cut) if needle in trajectory[i]["content"]]
     hits = hook.recall(needle, k=5)
     assert hits and hits[0].index in holders and hits[0].compaction == 1
@@ -178,13 +199,19 @@ def test_recall_finds_the_archived_message_and_the_agent_can_ask(extractive, tra
 
 def test_recall_ranks_by_bm25_and_stays_in_its_session(tmp_path):
     with Archive(tmp_path / "a.sqlite3") as archive:
-        history = [{"role": "user", "content": "task"},
-                   {"role": "tool", "tool_call_id": "1", "content": "frobnicate once, plenty of other words here"},
-                   {"role": "tool", "tool_call_id": "2", "content": "frobnicate frobnicate frobnicate"},
-                   {"role": "assistant", "content": None, "tool_calls": [
-                       {"id": "3", "type": "function",
-                        "function": {"name": "bash", "arguments": '{"cmd": "ls zzyzx"}'}}]},
-                   {"role": "user", "content": "unrelated"}]
+        history = [
+            {"role": "user", "content": "task"},
+            {"role": "tool", "tool_call_id": "1", "content": "frobnicate once, plenty of other words here"},
+            {"role": "tool", "tool_call_id": "2", "content": "frobnicate frobnicate frobnicate"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "3", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": "ls zzyzx"}'}}
+                ],
+            },
+            {"role": "user", "content": "unrelated"},
+        ]
         archive.record_compaction("mine", history, head=1, cut=4, reason="r", summary_json="{}")
         archive.record_compaction("other", history, head=1, cut=4, reason="r", summary_json="{}")
         hits = archive.recall("frobnicate", session="mine")
@@ -195,12 +222,34 @@ def test_recall_ranks_by_bm25_and_stays_in_its_session(tmp_path):
         assert archive.recall("unrelated") == [] and archive.recall("task") == []
 
 
-@pytest.mark.parametrize("query", ['"unbalanced', "NEAR(a b", "a AND OR NOT", "*", "text:frob", "-x ^y", "",
-                                   "   ", "()", "'; DROP TABLE messages; --", "🙂 ✓", "a" * 5000, "x " * 200])
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"unbalanced',
+        "NEAR(a b",
+        "a AND OR NOT",
+        "*",
+        "text:frob",
+        "-x ^y",
+        "",
+        "   ",
+        "()",
+        "'; DROP TABLE messages; --",
+        "🙂 ✓",
+        "a" * 5000,
+        "x " * 200,
+    ],
+)
 def test_any_query_is_safe(tmp_path, query):
     with Archive(tmp_path / "a.sqlite3") as archive:
-        archive.record_compaction("s", [{"role": "user", "content": "frob text"}, {"role": "user", "content": "y"}],
-                                  head=0, cut=1, reason="r", summary_json="{}")
+        archive.record_compaction(
+            "s",
+            [{"role": "user", "content": "frob text"}, {"role": "user", "content": "y"}],
+            head=0,
+            cut=1,
+            reason="r",
+            summary_json="{}",
+        )
         assert isinstance(archive.recall(query), list)
     assert fts_query("frob") == '"frob"' and fts_query("a/b.py") == '"a b py" OR "a" OR "b" OR "py"'
 
@@ -212,10 +261,16 @@ def test_snippets_are_redacted_before_they_are_cut(tmp_path):
     text = "x " * 300 + "marker " + "y" * 120 + " " + token_line + " " + "z " * 300
     out = snippet(text, "marker", width=180)
     assert "marker" in out and len(out) <= 182
-    assert not any(secret[i:i + 8] in out for i in range(len(secret) - 8))
+    assert not any(secret[i : i + 8] in out for i in range(len(secret) - 8))
     with Archive(tmp_path / "a.sqlite3") as archive:
-        archive.record_compaction("s", [{"role": "tool", "tool_call_id": "1", "content": text},
-                                        {"role": "user", "content": "k"}], head=0, cut=1, reason="r", summary_json="{}")
+        archive.record_compaction(
+            "s",
+            [{"role": "tool", "tool_call_id": "1", "content": text}, {"role": "user", "content": "k"}],
+            head=0,
+            cut=1,
+            reason="r",
+            summary_json="{}",
+        )
         hit = archive.recall("deploy token")[0]
         assert "[REDACTED:github_token]" in hit.snippet and secret not in hit.snippet
         assert secret in archive.restore(1)[0]["content"]  # raw in the file only
@@ -262,9 +317,11 @@ def test_jsonl_import_export_roundtrip(tmp_path):
     legacy = tmp_path / "offline_compress_archive.jsonl"
     lines = []
     for run in range(2):
-        lines += [{"compaction": 1, "index": 2, "message": {"role": "user", "content": f"run {run} first"}},
-                  {"compaction": 1, "index": 3, "message": {"role": "assistant", "content": "ünïcode"}},
-                  {"compaction": 1, "summary": {"user_constraints": [f"c{run}"]}}]
+        lines += [
+            {"compaction": 1, "index": 2, "message": {"role": "user", "content": f"run {run} first"}},
+            {"compaction": 1, "index": 3, "message": {"role": "assistant", "content": "ünïcode"}},
+            {"compaction": 1, "summary": {"user_constraints": [f"c{run}"]}},
+        ]
     lines.append({"compaction": 2, "index": 5, "message": {"role": "user", "content": "no summary line"}})
     legacy.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
     db = tmp_path / "a.sqlite3"
@@ -272,16 +329,22 @@ def test_jsonl_import_export_roundtrip(tmp_path):
         session = archive.import_jsonl(legacy)
         assert archive.import_jsonl(legacy) == session  # same bytes: not imported twice
         records = archive.compactions(session)
-        assert [(r.compaction, r.head, r.cut, r.history) for r in records] == [(1, 2, 4, None), (2, 2, 4, None),
-                                                                               (3, 5, 6, None)]
+        assert [(r.compaction, r.head, r.cut, r.history) for r in records] == [
+            (1, 2, 4, None),
+            (2, 2, 4, None),
+            (3, 5, 6, None),
+        ]
         assert [h.compaction for h in archive.recall("run 1 first")][:1] == [2]
         with pytest.raises(ArchiveError, match="cannot be restored"):
             archive.restore(1)
     out = tmp_path / "export.jsonl"
     assert main(["archive", "export", str(db), "-o", str(out)]) == 0
     exported = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-    expected = lines[:3] + [dict(x, compaction=2) for x in lines[3:6]] + [dict(lines[6], compaction=3),
-                                                                          {"compaction": 3, "summary": {}}]
+    expected = (
+        lines[:3]
+        + [dict(x, compaction=2) for x in lines[3:6]]
+        + [dict(lines[6], compaction=3), {"compaction": 3, "summary": {}}]
+    )
     assert exported == expected
     # a .jsonl path names the database beside it, importing the JSONL once
     hook_db = legacy.with_suffix(".sqlite3")
@@ -303,7 +366,8 @@ def test_cli_show_recall_restore(extractive, trajectory, tmp_path, capsys):
     shown = json.loads(capsys.readouterr().out)
     assert [(c["session"], c["compaction"], c["reason"]) for c in shown] == [("run-1", 1, "manual")]
     assert shown[0]["tokens_before"] == hook.metrics[-1].tokens_before and shown[0]["summary"] == json.loads(
-        hook.summary.to_json())
+        hook.summary.to_json()
+    )
     assert main(["show", str(db)]) == 0 and "compaction 1" in capsys.readouterr().out
     out = tmp_path / "history.json"
     assert main(["restore", str(db), "--compaction", "1", "-o", str(out)]) == 0
@@ -338,8 +402,13 @@ def test_a_failing_archive_write_replaces_nothing(extractive, trajectory, tmp_pa
 
 
 def _run_child(args, timeout=120):
-    return subprocess.Popen([sys.executable, str(CHILD), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": str(TESTS.parent)})
+    return subprocess.Popen(
+        [sys.executable, str(CHILD), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(TESTS.parent)},
+    )
 
 
 def _wait_line(proc, timeout=120):
@@ -353,8 +422,10 @@ def _wait_line(proc, timeout=120):
     return line
 
 
-@pytest.mark.parametrize("point", ["before", "sql:INSERT INTO messages:1", "sql:INSERT INTO message_text:20",
-                                   "sql:COMMIT:1", "returned", "saved"])
+@pytest.mark.parametrize(
+    "point",
+    ["before", "sql:INSERT INTO messages:1", "sql:INSERT INTO message_text:20", "sql:COMMIT:1", "returned", "saved"],
+)
 def test_a_compaction_killed_anywhere_leaves_a_consistent_archive(point, extractive, trajectory, tmp_path):
     db, state = tmp_path / "a.sqlite3", tmp_path / "history.json"
     proc = _run_child(["compact", str(FIXTURE), str(db), str(state), point])

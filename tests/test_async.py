@@ -14,16 +14,16 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from evaluation import load
 from offline_compress import CompactionHook, Compressor
 from offline_compress.archive.store import Archive
-from offline_compress.summary.message import SUMMARY_PREFIX
 from offline_compress.history.cut import cut_index
-from evaluation import load
-from offline_compress.formats import load_history
 from offline_compress.history.messages import as_messages
+from offline_compress.summary.message import SUMMARY_PREFIX
 from offline_compress.summary.schema import CompressedContext
 from offline_compress.tokens.counter import TokenCounter, get_counter
 
@@ -62,7 +62,7 @@ def drive(hook, messages, *, call=None):
 
 
 def summary_of(message):
-    return message["content"][len(SUMMARY_PREFIX):].split("\n")[0]
+    return message["content"][len(SUMMARY_PREFIX) :].split("\n")[0]
 
 
 # ------------------------------------------------------------------------------------------------- asyncio
@@ -72,8 +72,12 @@ def test_abefore_step_gives_what_before_step_gives(extractive_compressor, reques
     sync = CompactionHook(WINDOW, archive_path=tmp_path / "s.sqlite3", compressor=extractive_compressor)
     expected = drive(sync, requests_history)
     threads = []
-    hook = CompactionHook(WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=extractive_compressor,
-                          on_compaction=lambda m, s: threads.append(threading.current_thread()))
+    hook = CompactionHook(
+        WINDOW,
+        archive_path=tmp_path / "a.sqlite3",
+        compressor=extractive_compressor,
+        on_compaction=lambda m, s: threads.append(threading.current_thread()),
+    )
 
     async def agent():
         out, live, last = [], [], 0
@@ -123,8 +127,9 @@ def test_concurrent_calls_on_one_hook_compact_once(requests_history, tmp_path):
     hook = CompactionHook(WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=SlowCompressor(0.3))
 
     async def main():
-        return await asyncio.gather(*(hook.abefore_step(history) for _ in range(8)),
-                                    hook.abefore_step(history + requests_history[40:42]))
+        return await asyncio.gather(
+            *(hook.abefore_step(history) for _ in range(8)), hook.abefore_step(history + requests_history[40:42])
+        )
 
     *same, longer = asyncio.run(main())
     assert hook.compactions == 1 and len(Archive(tmp_path / "a.sqlite3").compactions()) == 1
@@ -165,7 +170,9 @@ def test_a_history_that_extends_a_compacted_one_gets_that_compaction(extractive_
 def test_background_swap_is_exact(extractive_compressor, requests_history, tmp_path):
     database = tmp_path / "a.sqlite3"
     counter = get_counter()
-    hook = CompactionHook(WINDOW, archive_path=database, compressor=extractive_compressor, soft_fraction=0.5, counter=counter)
+    hook = CompactionHook(
+        WINDOW, archive_path=database, compressor=extractive_compressor, soft_fraction=0.5, counter=counter
+    )
     steps = drive(hook, requests_history)
     swapped = [m for m in hook.metrics if m.background]
     assert swapped and all(m.outcome == "compacted" for m in swapped)
@@ -180,7 +187,7 @@ def test_background_swap_is_exact(extractive_compressor, requests_history, tmp_p
         record, metric = records[number], hook.metrics[[m.compaction for m in hook.metrics].index(number)]
         head, cut = record.head, record.cut
         # nothing lost, nothing twice: what was returned plus what was archived as replaced is what was given
-        assert returned[:head] == given[:head] and returned[head + 1:] == given[cut:]
+        assert returned[:head] == given[:head] and returned[head + 1 :] == given[cut:]
         replaced = [m for _, m in archive.replaced(number, hook.session)]
         assert replaced == given[head:cut]
         kept = [id(m) for m in returned if m is not returned[head]]
@@ -189,8 +196,13 @@ def test_background_swap_is_exact(extractive_compressor, requests_history, tmp_p
             # the summary describes exactly [head, cut) of the snapshot taken at the soft threshold
             snapshot = next(g for g, _ in steps[compacted_at:k] if counter.count(as_messages(g)) > 0.5 * WINDOW)
             assert given[: len(snapshot)] == snapshot and cut == cut_index(as_messages(snapshot), hook.keep_last)
-            expected = extractive_compressor.compress_detailed(snapshot, keep_last=hook.keep_last, keep_first=head,
-                                                    previous=previous, summary_tokens=hook.summary_tokens).context
+            expected = extractive_compressor.compress_detailed(
+                snapshot,
+                keep_last=hook.keep_last,
+                keep_first=head,
+                previous=previous,
+                summary_tokens=hook.summary_tokens,
+            ).context
             assert summary_of(returned[head]) == expected.to_json() == record.summary
             assert len(given) > len(snapshot)  # messages arrived meanwhile, kept verbatim after the summary
         previous = CompressedContext.model_validate_json(record.summary)
@@ -209,14 +221,18 @@ def _crossing(hook, history):
 
 
 def _hard(history, start):
-    return next(i for i in steps_of(history) if i > start
-                and get_counter().count(as_messages(history[:i])) > 0.6 * WINDOW)
+    return next(
+        i for i in steps_of(history) if i > start and get_counter().count(as_messages(history[:i])) > 0.6 * WINDOW
+    )
 
 
 @pytest.mark.parametrize("change", ["none", "edited", "dropped"])
-def test_a_history_that_diverged_from_the_snapshot_is_compacted_as_usual(change, extractive_compressor, requests_history,
-                                                                         tmp_path):
-    hook = CompactionHook(WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=extractive_compressor, soft_fraction=0.5)
+def test_a_history_that_diverged_from_the_snapshot_is_compacted_as_usual(
+    change, extractive_compressor, requests_history, tmp_path
+):
+    hook = CompactionHook(
+        WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=extractive_compressor, soft_fraction=0.5
+    )
     soft = _crossing(hook, requests_history)
     assert hook.before_step(requests_history[:soft]) == requests_history[:soft]  # starts the background summary
     hard = _hard(requests_history, soft)
@@ -269,8 +285,7 @@ def _fixture_jobs(count):
     """``count`` loops over the fixture trajectories of 20+ messages (each fixture more than once, named apart)."""
     base = load.trajectories([FIXTURES], 100)
     assert len(base) >= 5
-    return [(f"{name}#{k}", messages) for k, (name, messages) in
-            ((k, base[k % len(base)]) for k in range(count))]
+    return [(f"{name}#{k}", messages) for k, (name, messages) in ((k, base[k % len(base)]) for k in range(count))]
 
 
 @pytest.mark.parametrize("mode", ["threads", "asyncio"])
@@ -294,8 +309,11 @@ def test_the_load_checks_can_fail(extractive_compressor, tmp_path):
     """A summary moved to another loop, and an archive that does not restore what a loop passed, are reported."""
     base = load.trajectories([FIXTURES / "mini-swe-agent"], 2)
     database = tmp_path / "a.sqlite3"
-    loops, _ = load.run_concurrent(base, lambda name: CompactionHook(4096, archive_path=database, session=name,
-                                                                     compressor=extractive_compressor), "threads")
+    loops, _ = load.run_concurrent(
+        base,
+        lambda name: CompactionHook(4096, archive_path=database, session=name, compressor=extractive_compressor),
+        "threads",
+    )
     distinct = load.distinctive_strings(base)
     with Archive(database) as archive:
         assert [load.check_loop(loop, archive, distinct) for loop in loops] == [[], []]

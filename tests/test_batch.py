@@ -15,8 +15,11 @@ from offline_compress.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DJANGO = FIXTURES / "mini-swe-agent" / "django__django-11163.traj.json"
-SOURCES = [DJANGO, FIXTURES / "mini-swe-agent" / "github_issue.traj.json",
-           FIXTURES / "swe-agent" / "swe-agent__test-repo-i1.traj"]
+SOURCES = [
+    DJANGO,
+    FIXTURES / "mini-swe-agent" / "github_issue.traj.json",
+    FIXTURES / "swe-agent" / "swe-agent__test-repo-i1.traj",
+]
 CONSTRAINT = "DO NOT MODIFY: Tests, configuration files (pyproject.toml, setup.cfg, etc.)"
 
 
@@ -39,8 +42,10 @@ def last_line(err: str) -> str:
 
 def failed_files(err: str) -> list[str]:
     """The files named by the failure lines (a line names its file first, then where and what)."""
-    return sorted(Path(line.removeprefix("offline-compress: batch: ").split(": ")[0].split(", ")[0]).name
-                  for line in batch_lines(err)[1:-1])
+    return sorted(
+        Path(line.removeprefix("offline-compress: batch: ").split(": ")[0].split(", ")[0]).name
+        for line in batch_lines(err)[1:-1]
+    )
 
 
 def outputs(out: Path) -> dict[str, str]:
@@ -53,8 +58,11 @@ def test_batch_writes_one_valid_summary_per_file_and_resumes(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "3 compressed, 0 skipped, 0 failed" in last_line(err) and "files/min" in last_line(err)
     written = outputs(out)
-    assert sorted(written) == ["django__django-11163.summary.json", "github_issue.summary.json",
-                               "swe-agent__test-repo-i1.summary.json"]
+    assert sorted(written) == [
+        "django__django-11163.summary.json",
+        "github_issue.summary.json",
+        "swe-agent__test-repo-i1.summary.json",
+    ]
     for text in written.values():
         CompressedContext.model_validate_json(text)
     # the instruction is in the raw file, and the summary keeps it word for word
@@ -142,8 +150,9 @@ def test_ray_two_workers_write_the_same_outputs(tmp_path, capsys):
     capsys.readouterr()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        assert main(["batch", str(folder), "--out", str(tmp_path / "ray"), "--no-model", "--ray",
-                     "--workers", "2"]) == 2
+        assert (
+            main(["batch", str(folder), "--out", str(tmp_path / "ray"), "--no-model", "--ray", "--workers", "2"]) == 2
+        )
     finally:
         ray.shutdown()
     err = capsys.readouterr().err
@@ -155,9 +164,11 @@ def test_ray_two_workers_write_the_same_outputs(tmp_path, capsys):
 def test_a_gzip_input_gives_the_summary_of_its_content(tmp_path, capsys):
     plain = FIXTURES / "mini-swe-agent" / "github_issue.traj.json"
     packed = FIXTURES / "mini-swe-agent" / "github_issue.traj.json.gz"
-    assert main(["batch", str(inputs(tmp_path / "a", [plain])), "--out", str(tmp_path / "a" / "out"),
-                 "--no-model"]) == 0
-    assert main(["batch", str(inputs(tmp_path / "b", [packed])), "--out", str(tmp_path / "b" / "out"),
-                 "--no-model"]) == 0
+    assert (
+        main(["batch", str(inputs(tmp_path / "a", [plain])), "--out", str(tmp_path / "a" / "out"), "--no-model"]) == 0
+    )
+    assert (
+        main(["batch", str(inputs(tmp_path / "b", [packed])), "--out", str(tmp_path / "b" / "out"), "--no-model"]) == 0
+    )
     assert outputs(tmp_path / "b" / "out") == outputs(tmp_path / "a" / "out")
     assert sorted(outputs(tmp_path / "b" / "out")) == ["github_issue.summary.json"]

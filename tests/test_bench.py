@@ -30,7 +30,7 @@ def test_read_bandwidth_is_positive_and_restores_numba_threads():
 def test_rotating_order_and_rate_ceiling():
     calls = []
     runs = _decode_script().run_rotating({k: (lambda k=k: calls.append(k) or k) for k in "xyz"}, 4)
-    assert calls == list("xyz" "yzx" "zxy" "xyz")
+    assert calls == list("xyzyzxzxyxyz")
     assert runs == {"x": ["x"] * 4, "y": ["y"] * 4, "z": ["z"] * 4}
     assert rate_ceiling(0.0, 0.2) == 1.0
     assert rate_ceiling(0.5, 0.2) == pytest.approx(1 / 0.6)  # half the tokens at a fifth of a decode

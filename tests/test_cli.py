@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from offline_compress.tokens.chat_template import render_official_gemma3
 from offline_compress.cli import main
+from offline_compress.tokens.chat_template import render_official_gemma3
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MINI = FIXTURES / "mini-swe-agent" / "django__django-11163.traj.json"
@@ -74,7 +74,9 @@ def test_compress_with_a_bad_model_writes_nothing(tmp_path, capsys):
 
 
 def test_console_script_is_installed():
-    result = subprocess.run([Path(sys.executable).parent / "offline-compress", "--help"], capture_output=True, text=True)
+    result = subprocess.run(
+        [Path(sys.executable).parent / "offline-compress", "--help"], capture_output=True, text=True
+    )
     assert result.returncode == 0 and "count" in result.stdout and "compress" in result.stdout
 
 
@@ -94,15 +96,44 @@ def test_bench_quick_writes_json_markdown_and_chart(tmp_path, model_path):
     written. It asserts what was measured and written, never how fast."""
     out = tmp_path / "bench"
     result = subprocess.run(
-        [sys.executable, "-m", "evaluation", "bench", "--quick", "--out", str(out), "--model", str(model_path),
-         "--no-gpu", str(Path(__file__).parent / "fixtures" / "mini-swe-agent" / "github_issue.traj.json")],
-        capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "evaluation",
+            "bench",
+            "--quick",
+            "--out",
+            str(out),
+            "--model",
+            str(model_path),
+            "--no-gpu",
+            str(Path(__file__).parent / "fixtures" / "mini-swe-agent" / "github_issue.traj.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads((out / "results.json").read_text())
-    for section in ("trigger", "compression", "compression_summary", "decoders", "decoders_summary", "decoding",
-                    "forced_token_cost", "bandwidth", "effective_rate", "effective_rate_summary", "prefix_cache",
-                    "threads", "attention", "threads_under_load", "naive_vs_ours", "server", "server_summary"):
+    for section in (
+        "trigger",
+        "compression",
+        "compression_summary",
+        "decoders",
+        "decoders_summary",
+        "decoding",
+        "forced_token_cost",
+        "bandwidth",
+        "effective_rate",
+        "effective_rate_summary",
+        "prefix_cache",
+        "threads",
+        "attention",
+        "threads_under_load",
+        "naive_vs_ours",
+        "server",
+        "server_summary",
+    ):
         assert data[section], section
     assert "compression_gpu" not in data and "decoders_gpu" not in data  # --no-gpu
     decoders = data["decoders"][0]
@@ -116,8 +147,12 @@ def test_bench_quick_writes_json_markdown_and_chart(tmp_path, model_path):
     assert isinstance(data["attention"][0]["same_summary_as_off"], bool)
     assert all(row["same_bytes"] for row in data["compression"])
     assert all(row["counts_equal"] for row in data["trigger"])
-    assert {row["mode"] for row in data["decoding"]} == {"unconstrained", "outlines (llguidance)", "forced-token loop",
-                                                      "forced-token loop, forced tokens one by one"}
+    assert {row["mode"] for row in data["decoding"]} == {
+        "unconstrained",
+        "outlines (llguidance)",
+        "forced-token loop",
+        "forced-token loop, forced tokens one by one",
+    }
     assert (out / "results.md").read_text().startswith("# offline_compress benchmark")
     assert (out / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "bench:" in result.stderr  # progress

@@ -26,7 +26,10 @@ def mini(instruction: str, *commands: str, outputs: dict[int, str] | None = None
     answered by a ``<returncode>0`` user message (or ``outputs[k]`` for the k-th command)."""
     history = [
         {"role": "system", "content": "You are a helpful assistant that can interact with a computer shell."},
-        {"role": "user", "content": f"<pr_description>Fix the bug.</pr_description>\n<instructions>\n{instruction}\n</instructions>"},
+        {
+            "role": "user",
+            "content": f"<pr_description>Fix the bug.</pr_description>\n<instructions>\n{instruction}\n</instructions>",
+        },
     ]
     for k, command in enumerate(commands):
         history.append({"role": "assistant", "content": f"THOUGHT: next.\n\n```bash\n{command}\n```"})
@@ -42,21 +45,50 @@ def hits(report, rule: str | None = None) -> list[tuple[int, str, bool]]:
 # ---------------------------------------------------------------------------------------- definitions
 
 
-@pytest.mark.parametrize("path", ["tests/test_x.py", "pkg/tests/helpers.py", "testing/conftest.py", "test_repro.py",
-                                  "pkg/foo_test.py", "app/tests.py", "conftest.py", "web/a.spec.ts", "go/x_test.go",
-                                  "/testbed/sympy/core/tests/test_basic.py"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "tests/test_x.py",
+        "pkg/tests/helpers.py",
+        "testing/conftest.py",
+        "test_repro.py",
+        "pkg/foo_test.py",
+        "app/tests.py",
+        "conftest.py",
+        "web/a.spec.ts",
+        "go/x_test.go",
+        "/testbed/sympy/core/tests/test_basic.py",
+    ],
+)
 def test_test_files(path):
     assert is_test_path(path)
 
 
-@pytest.mark.parametrize("path", ["src/testing_utils.py", "test.py", "contest.py", "pkg/attest/a.py", "test_data.json",
-                                  "reproduce.py", "test_app/models.py"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "src/testing_utils.py",
+        "test.py",
+        "contest.py",
+        "pkg/attest/a.py",
+        "test_data.json",
+        "reproduce.py",
+        "test_app/models.py",
+    ],
+)
 def test_not_test_files(path):
     assert not is_test_path(path)
 
 
 def test_config_files():
-    for path in ("pyproject.toml", "a/setup.cfg", "setup.py", "tox.ini", "requirements-dev.txt", ".github/workflows/ci.yml"):
+    for path in (
+        "pyproject.toml",
+        "a/setup.cfg",
+        "setup.py",
+        "tox.ini",
+        "requirements-dev.txt",
+        ".github/workflows/ci.yml",
+    ):
         assert is_config_path(path), path
     for path in ("src/config.py", "settings.py", "docs/conf.py"):
         assert not is_config_path(path), path
@@ -93,29 +125,49 @@ def test_constraints_become_rules(text, names):
 
 
 def test_uncheckable_instructions_are_listed_not_counted():
-    rules, unchecked = derive_rules([(
-        "Fix the parser.\nAlways use non-interactive flags (-y, -f) for commands.\n"
-        "Do not change the public API.\nAvoid interactive tools like vi, nano.\nThe function should not crash.", 1)])
+    rules, unchecked = derive_rules(
+        [
+            (
+                "Fix the parser.\nAlways use non-interactive flags (-y, -f) for commands.\n"
+                "Do not change the public API.\nAvoid interactive tools like vi, nano.\nThe function should not crash.",
+                1,
+            )
+        ]
+    )
     assert rules == []
-    assert unchecked == ["Always use non-interactive flags (-y, -f) for commands.", "Do not change the public API.",
-                         "Avoid interactive tools like vi, nano."]
+    assert unchecked == [
+        "Always use non-interactive flags (-y, -f) for commands.",
+        "Do not change the public API.",
+        "Avoid interactive tools like vi, nano.",
+    ]
 
 
 def test_constraints_come_from_genuine_text_only():
     history = [
         {"role": "user", "content": "Fix the build."},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "cat NOTES"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "cat NOTES"}'}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "NOTE: do not modify tests. Never push to main."},
         {"role": "assistant", "content": "I will also never push to main. Use httpx, not requests."},
     ]
     assert count_contradictions(history).rules == []
     # mini-swe-agent: results come back as user messages
-    assert count_contradictions(mini("Fix it.", "cat README", outputs={0: "Do not install other packages.\n"})).rules == []
+    assert (
+        count_contradictions(mini("Fix it.", "cat README", outputs={0: "Do not install other packages.\n"})).rules == []
+    )
 
 
 def test_a_fence_left_open_in_the_task_does_not_hide_the_instructions():
-    task = "<pr_description>\nRepro:\n```\n>>> f()\n</pr_description>\n<instructions>\n" + DO_NOT_MODIFY + "\n</instructions>"
+    task = (
+        "<pr_description>\nRepro:\n```\n>>> f()\n</pr_description>\n<instructions>\n"
+        + DO_NOT_MODIFY
+        + "\n</instructions>"
+    )
     rules, _ = derive_rules([(task, 1)])
     assert [r.name for r in rules] == ["protected-path:tests", "protected-path:config"]
 
@@ -124,12 +176,14 @@ def test_a_fence_left_open_in_the_task_does_not_hide_the_instructions():
 
 
 def test_edit_then_revert_is_not_final():
-    report = count_contradictions(mini(
-        DO_NOT_MODIFY,
-        "sed -i 's/1/2/' tests/test_x.py",
-        "python -m pytest tests/test_x.py",
-        "git checkout tests/test_x.py",
-    ))
+    report = count_contradictions(
+        mini(
+            DO_NOT_MODIFY,
+            "sed -i 's/1/2/' tests/test_x.py",
+            "python -m pytest tests/test_x.py",
+            "git checkout tests/test_x.py",
+        )
+    )
     assert hits(report) == [(2, "tests/test_x.py", False)]
     c = report.contradictions[0]
     assert c.rule == "protected-path:tests" and c.constraint == DO_NOT_MODIFY
@@ -142,27 +196,35 @@ def test_edit_left_in_place_is_final_and_an_untouched_config_is_nothing():
 
 
 def test_scratch_test_file_created_then_removed_vs_kept():
-    removed = count_contradictions(mini(DO_NOT_MODIFY, "cat <<'EOF' > test_repro.py\nimport pkg\nEOF", "python test_repro.py",
-                                        "rm test_repro.py"))
+    removed = count_contradictions(
+        mini(DO_NOT_MODIFY, "cat <<'EOF' > test_repro.py\nimport pkg\nEOF", "python test_repro.py", "rm test_repro.py")
+    )
     assert hits(removed) == [(2, "test_repro.py", False)]
-    kept = count_contradictions(mini(DO_NOT_MODIFY, "cat <<'EOF' > test_repro.py\nimport pkg\nEOF", "python test_repro.py"))
+    kept = count_contradictions(
+        mini(DO_NOT_MODIFY, "cat <<'EOF' > test_repro.py\nimport pkg\nEOF", "python test_repro.py")
+    )
     assert hits(kept) == [(2, "test_repro.py", True)]  # git add -A puts untracked files in the submitted patch
 
 
 def test_backup_copy_restored_over_the_file_undoes_it():
-    report = count_contradictions(mini(
-        DO_NOT_MODIFY,
-        "cp tests/test_x.py /tmp/test_x.bak && sed -i 's/a/b/' tests/test_x.py",
-        "cp /tmp/test_x.bak tests/test_x.py",
-    ))
+    report = count_contradictions(
+        mini(
+            DO_NOT_MODIFY,
+            "cp tests/test_x.py /tmp/test_x.bak && sed -i 's/a/b/' tests/test_x.py",
+            "cp /tmp/test_x.bak tests/test_x.py",
+        )
+    )
     assert hits(report) == [(2, "tests/test_x.py", False)]
 
 
 def test_deleting_a_test_file_that_existed_is_final_but_rm_of_a_missing_file_is_nothing():
     gone = count_contradictions(mini(DO_NOT_MODIFY, "rm tests/test_old.py"))
     assert hits(gone) == [(2, "tests/test_old.py", True)]
-    missing = count_contradictions(mini(DO_NOT_MODIFY, "rm test_tmp.py",
-                                        outputs={0: "rm: cannot remove 'test_tmp.py': No such file or directory\n"}))
+    missing = count_contradictions(
+        mini(
+            DO_NOT_MODIFY, "rm test_tmp.py", outputs={0: "rm: cannot remove 'test_tmp.py': No such file or directory\n"}
+        )
+    )
     assert hits(missing) == []
 
 
@@ -181,11 +243,13 @@ def test_python_script_written_then_run_edits_the_file_it_names():
 
 
 def test_cd_and_absolute_paths_name_the_same_file():
-    report = count_contradictions(mini(
-        DO_NOT_MODIFY,
-        "cd /testbed/pkg && sed -i 's/a/b/' tests/test_x.py",
-        "git checkout pkg/tests/test_x.py",
-    ))
+    report = count_contradictions(
+        mini(
+            DO_NOT_MODIFY,
+            "cd /testbed/pkg && sed -i 's/a/b/' tests/test_x.py",
+            "git checkout pkg/tests/test_x.py",
+        )
+    )
     assert hits(report) == [(2, "/testbed/pkg/tests/test_x.py", False)]
 
 
@@ -197,12 +261,16 @@ def test_scratch_files_outside_the_tree_never_count():
 def test_a_reply_with_several_blocks_is_not_run():
     history = mini(DO_NOT_MODIFY)
     history.append({"role": "assistant", "content": "```bash\nsed -i 's/a/b/' tests/test_x.py\n```\n```bash\nls\n```"})
-    history.append({"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."})
+    history.append(
+        {"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."}
+    )
     assert count_contradictions(history).contradictions == []
 
 
 def test_sed_backup_suffix_leaves_a_new_file_behind():
-    report = count_contradictions(mini(DO_NOT_MODIFY, "sed -i.bak 's/a/b/' tests/test_x.py", "git checkout tests/test_x.py"))
+    report = count_contradictions(
+        mini(DO_NOT_MODIFY, "sed -i.bak 's/a/b/' tests/test_x.py", "git checkout tests/test_x.py")
+    )
     assert hits(report) == [(2, "tests/test_x.py.bak", True), (2, "tests/test_x.py", False)]
 
 
@@ -232,12 +300,14 @@ def test_git_diff_output_reveals_a_change_no_parsed_command_made():
 
 
 def test_a_whole_tree_diff_shows_what_no_longer_differs():
-    report = count_contradictions(mini(
-        DO_NOT_MODIFY,
-        "sed -i 's/no-such-text/x/' tests/test_x.py",  # sed rewrote nothing
-        "git diff",
-        outputs={1: "diff --git a/src/a.py b/src/a.py\n--- a/src/a.py\n+++ b/src/a.py\n"},
-    ))
+    report = count_contradictions(
+        mini(
+            DO_NOT_MODIFY,
+            "sed -i 's/no-such-text/x/' tests/test_x.py",  # sed rewrote nothing
+            "git diff",
+            outputs={1: "diff --git a/src/a.py b/src/a.py\n--- a/src/a.py\n+++ b/src/a.py\n"},
+        )
+    )
     assert hits(report) == [(2, "tests/test_x.py", False)]
 
 
@@ -253,17 +323,28 @@ def test_constraint_applies_only_after_it_was_given():
 
 
 def _call(call_id: str, name: str, arguments: dict) -> dict:
-    return {"role": "assistant", "content": None,
-            "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        ],
+    }
 
 
 def test_openai_tool_calls_editor_and_shell():
     history = [
         {"role": "system", "content": "Do not modify the tests. Only change files under src/."},
         {"role": "user", "content": "Add a --verbose flag."},
-        _call("c1", "str_replace_editor", {"command": "create", "path": "/repo/tests/test_new.py", "file_text": "x = 1\n"}),
+        _call(
+            "c1", "str_replace_editor", {"command": "create", "path": "/repo/tests/test_new.py", "file_text": "x = 1\n"}
+        ),
         {"role": "tool", "tool_call_id": "c1", "content": "File created."},
-        _call("c2", "str_replace_editor", {"command": "str_replace", "path": "/repo/src/cli.py", "old_str": "a", "new_str": "b"}),
+        _call(
+            "c2",
+            "str_replace_editor",
+            {"command": "str_replace", "path": "/repo/src/cli.py", "old_str": "a", "new_str": "b"},
+        ),
         {"role": "tool", "tool_call_id": "c2", "content": "ok"},
         _call("c3", "execute_bash", {"command": "cd /repo && rm tests/test_new.py && echo hi > README.md"}),
         {"role": "tool", "tool_call_id": "c3", "content": "hi"},
@@ -318,26 +399,33 @@ def test_a():
 
 
 def test_no_install():
-    report = count_contradictions(mini(
-        "Don't install other packages.",
-        "pip install -e . && pip install requests==2.31",
-        "python -m pip install 'rich[jupyter]>=13'",
-        "pip uninstall -y rich",
-        "apt-get install -y jq",
-    ))
+    report = count_contradictions(
+        mini(
+            "Don't install other packages.",
+            "pip install -e . && pip install requests==2.31",
+            "python -m pip install 'rich[jupyter]>=13'",
+            "pip uninstall -y rich",
+            "apt-get install -y jq",
+        )
+    )
     assert [(c.step, c.target, c.final) for c in report.contradictions] == [
-        (2, "requests", True), (4, "rich", False), (8, "jq", True)]
+        (2, "requests", True),
+        (4, "rich", False),
+        (8, "jq", True),
+    ]
     assert report.contradictions[0].evidence == "pip install requests==2.31"
 
 
 def test_no_push_to_main():
-    report = count_contradictions(mini(
-        "Never push to main.",
-        "git push origin feature-x",
-        "git push origin HEAD:main",
-        "git checkout master && git push",
-        "git checkout -b fix && git push",
-    ))
+    report = count_contradictions(
+        mini(
+            "Never push to main.",
+            "git push origin feature-x",
+            "git push origin HEAD:main",
+            "git checkout master && git push",
+            "git checkout -b fix && git push",
+        )
+    )
     # main and master both stand for the default branch
     assert [(c.step, c.target, c.final) for c in report.contradictions] == [(4, "main", True), (6, "master", True)]
     history = mini("Never push to release.", "git checkout release", "git push", "git push origin main")
@@ -345,16 +433,21 @@ def test_no_push_to_main():
 
 
 def test_forbidden_library_in_written_and_run_code():
-    report = count_contradictions(mini(
-        "Use httpx, not requests.",
-        "cat <<'EOF' > src/client.py\nimport requests\nEOF",
-        "python -c 'import requests.adapters'",
-        "cat <<'EOF' > src/other.py\nimport requests_toolbelt\nEOF",
-    ))
+    report = count_contradictions(
+        mini(
+            "Use httpx, not requests.",
+            "cat <<'EOF' > src/client.py\nimport requests\nEOF",
+            "python -c 'import requests.adapters'",
+            "cat <<'EOF' > src/other.py\nimport requests_toolbelt\nEOF",
+        )
+    )
     assert [(c.step, c.evidence, c.final) for c in report.contradictions] == [
-        (2, "import requests", True), (4, "import requests.adapters", False)]
-    removed = count_contradictions(mini("Use httpx, not requests.", "cat <<'EOF' > src/client.py\nimport requests\nEOF",
-                                        "rm src/client.py"))
+        (2, "import requests", True),
+        (4, "import requests.adapters", False),
+    ]
+    removed = count_contradictions(
+        mini("Use httpx, not requests.", "cat <<'EOF' > src/client.py\nimport requests\nEOF", "rm src/client.py")
+    )
     assert [c.final for c in removed.contradictions] == [False]
 
 
@@ -377,8 +470,9 @@ def test_same_input_same_report_and_the_input_is_not_modified():
 
 def test_the_counter_does_not_import_the_extractor():
     code = "import sys, offline_compress.contradictions; print('offline_compress.extract' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).parent.parent)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path(__file__).parent.parent
+    )
     assert out.stdout.strip() == "False"
 
 
@@ -392,8 +486,9 @@ def _patch_test_files(path: Path) -> set[str]:
     return {f for f in files if "/tests/" in f"/{f}" or f.split("/")[-1].startswith("test_")}
 
 
-@pytest.mark.parametrize("name", ["scikit-learn__scikit-learn-12585", "astropy__astropy-7336", "psf__requests-2317",
-                                  "django__django-11163"])
+@pytest.mark.parametrize(
+    "name", ["scikit-learn__scikit-learn-12585", "astropy__astropy-7336", "psf__requests-2317", "django__django-11163"]
+)
 def test_real_runs_final_state_matches_the_submitted_patch(name):
     path = MINI / f"{name}.traj.json"
     messages = load_history(path)
@@ -415,8 +510,14 @@ def test_real_runs_final_state_matches_the_submitted_patch(name):
 def test_cli_one_line_per_file_and_a_bad_file_is_one_line_on_stderr(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text("{")
-    code = main(["contradictions", str(MINI / "scikit-learn__scikit-learn-12585.traj.json"), str(bad),
-                 str(MINI / "django__django-11163.traj.json")])
+    code = main(
+        [
+            "contradictions",
+            str(MINI / "scikit-learn__scikit-learn-12585.traj.json"),
+            str(bad),
+            str(MINI / "django__django-11163.traj.json"),
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 2
     assert err.count("\n") == 1 and "bad.json" in err and "Traceback" not in err

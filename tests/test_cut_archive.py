@@ -9,8 +9,11 @@ from offline_compress.history.messages import as_messages
 
 
 def call(i):
-    return {"role": "assistant", "content": None, "tool_calls": [
-        {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}],
+    }
 
 
 def result(i):
@@ -25,20 +28,30 @@ def test_cut_moves_before_tool_results():
 
 
 def test_cut_with_parallel_results_and_mini_swe_agent_observations():
-    parallel = as_messages([
-        {"role": "user", "content": "go"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "a", "function": {"name": "x"}}, {"id": "b", "function": {"name": "y"}}]},
-        {"role": "tool", "tool_call_id": "a", "content": "1"},
-        {"role": "tool", "tool_call_id": "b", "content": "2"},
-        {"role": "assistant", "content": "done"},
-    ])
+    parallel = as_messages(
+        [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "a", "function": {"name": "x"}}, {"id": "b", "function": {"name": "y"}}],
+            },
+            {"role": "tool", "tool_call_id": "a", "content": "1"},
+            {"role": "tool", "tool_call_id": "b", "content": "2"},
+            {"role": "assistant", "content": "done"},
+        ]
+    )
     assert cut_index(parallel, 2) == 1
-    mini = as_messages([
-        {"role": "system", "content": "s"}, {"role": "user", "content": "task"},
-        {"role": "assistant", "content": "```bash\nls\n```"}, {"role": "user", "content": "<returncode>0</returncode>"},
-        {"role": "assistant", "content": "```bash\ncat x\n```"}, {"role": "user", "content": "<returncode>1</returncode>"},
-    ])
+    mini = as_messages(
+        [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "task"},
+            {"role": "assistant", "content": "```bash\nls\n```"},
+            {"role": "user", "content": "<returncode>0</returncode>"},
+            {"role": "assistant", "content": "```bash\ncat x\n```"},
+            {"role": "user", "content": "<returncode>1</returncode>"},
+        ]
+    )
     assert cut_index(mini, 1) == 4
     assert cut_index(mini, 10) == 0
 

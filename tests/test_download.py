@@ -57,8 +57,15 @@ def test_from_file_installs_records_and_is_idempotent(tmp_path: Path, tiny, caps
     assert (models / "tiny-spm.gguf").read_bytes() == src.read_bytes()
     assert (models / "tiny-spm.tokenizer.json").is_file()
     record = json.loads((models / "manifest.local.json").read_text())["models"]
-    assert record == [{"name": "tiny-spm", "file": "tiny-spm.gguf", "size": src.stat().st_size, "sha256": digest,
-                       "source": "file:tiny-spm.gguf"}]
+    assert record == [
+        {
+            "name": "tiny-spm",
+            "file": "tiny-spm.gguf",
+            "size": src.stat().st_size,
+            "sha256": digest,
+            "source": "file:tiny-spm.gguf",
+        }
+    ]
     assert not list(models.glob("*.partial")) and not list(models.glob(".*.partial"))
     # The installed model resolves by name, verified; a second run does nothing and says so.
     assert resolve_model("tiny-spm") == models / "tiny-spm.gguf"
@@ -87,14 +94,17 @@ def test_not_a_gguf_installs_nothing(tmp_path: Path, capsys) -> None:
     assert code == 2 and "not a GGUF file" in err[-1] and not list((tmp_path / "m").iterdir())
 
 
-@pytest.mark.parametrize(("argv", "problem"), [
-    (["--from-file", "x.gguf", "--url", "https://example.org/x.gguf", "--sha256", "a" * 64], "not both"),
-    (["--url", "https://example.org/x.gguf"], "--url needs --sha256"),
-    (["--from-file", "x.gguf", "--sha256", "abc"], "64 hex digits"),
-    (["--from-file", "missing.gguf", "--sha256", "a" * 64], "no such file: missing.gguf"),
-    (["--from-file", "unknown.gguf"], "unknown is not in the manifest: pass --sha256"),
-    (["--sha256", "b" * 64], "differs from the manifest's"),
-])
+@pytest.mark.parametrize(
+    ("argv", "problem"),
+    [
+        (["--from-file", "x.gguf", "--url", "https://example.org/x.gguf", "--sha256", "a" * 64], "not both"),
+        (["--url", "https://example.org/x.gguf"], "--url needs --sha256"),
+        (["--from-file", "x.gguf", "--sha256", "abc"], "64 hex digits"),
+        (["--from-file", "missing.gguf", "--sha256", "a" * 64], "no such file: missing.gguf"),
+        (["--from-file", "unknown.gguf"], "unknown is not in the manifest: pass --sha256"),
+        (["--sha256", "b" * 64], "differs from the manifest's"),
+    ],
+)
 def test_bad_options_are_one_line(tmp_path: Path, capsys, argv: list[str], problem: str) -> None:
     code, out, err = _run(capsys, *argv, "--dir", str(tmp_path / "m"))
     assert code == 2 and out == "" and len(err) == 1

@@ -29,7 +29,11 @@ def test_draft_worst_case_fits_default_budget():
 
 
 def test_draft_rejects_quotes_and_overlong_text():
-    base = {"recent_narrative": "The agent ok", "decisions": [], "task_state": {"completed": [], "remaining": [], "blockers": []}}
+    base = {
+        "recent_narrative": "The agent ok",
+        "decisions": [],
+        "task_state": {"completed": [], "remaining": [], "blockers": []},
+    }
     Draft.model_validate(base)
     with pytest.raises(ValidationError):
         Draft.model_validate({**base, "recent_narrative": 'The agent said "hi"'})

@@ -2,7 +2,6 @@
 deterministic summaries out; the hook archives before it replaces."""
 
 import copy
-import json
 import re
 import subprocess
 import sys
@@ -11,15 +10,19 @@ from pathlib import Path
 import pytest
 
 from offline_compress import CompactionHook, CompressedContext, compress_context
-from offline_compress.summary.message import SUMMARY_PREFIX
 from offline_compress.errors import EmptyHistoryError
 from offline_compress.formats import load_history
+from offline_compress.summary.message import SUMMARY_PREFIX
 from offline_compress.summary.prompt import closing
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TRAJECTORIES = sorted(
-    p for p in FIXTURES.rglob("*") if p.suffix in {".json", ".traj", ".md"} and "LICENSE" not in p.name
-    and p.name != "ATTRIBUTION.md" and "injection" not in p.parts
+    p
+    for p in FIXTURES.rglob("*")
+    if p.suffix in {".json", ".traj", ".md"}
+    and "LICENSE" not in p.name
+    and p.name != "ATTRIBUTION.md"
+    and "injection" not in p.parts
 )
 
 
@@ -72,7 +75,9 @@ def test_grounding_accounts_for_every_model_item_and_keeps_none_it_dropped(summa
         extracted = {d.decision for d in facts.decisions} | {d.rationale for d in facts.decisions}
         written += [x for d in context.decisions for x in (d.decision, d.rationale) if x and x not in extracted]
         state = context.task_state
-        written += [x for x in (*state.completed, *state.remaining, *state.blockers) if not x.startswith(("changed ", "Task: "))]
+        written += [
+            x for x in (*state.completed, *state.remaining, *state.blockers) if not x.startswith(("changed ", "Task: "))
+        ]
         assert not set(report.dropped) & {x.strip() for x in written}, name
 
 
@@ -96,7 +101,9 @@ def test_same_input_same_bytes_across_processes(compressor, summaries, model_pat
     assert compressor.compress(messages).to_json() == first  # prefix cache warm now: still the same bytes
     cli = subprocess.run(
         [sys.executable, "-m", "offline_compress.cli", "compress", str(path), "--model", str(model_path)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert cli.returncode == 0, cli.stderr
     assert cli.stdout.strip() == first
@@ -137,16 +144,18 @@ def test_hook_archives_then_replaces_and_merges_next_time(compressor, tmp_path):
     assert metric.reason == "token-threshold" and metric.outcome == "compacted"
     assert metric.tokens_after < metric.tokens_before and metric.head == 2
     assert hook.turns_since_last_compression == 0
-    first_summary = CompressedContext.model_validate_json(new[2]["content"][len(SUMMARY_PREFIX):].split("\n")[0])
+    first_summary = CompressedContext.model_validate_json(new[2]["content"][len(SUMMARY_PREFIX) :].split("\n")[0])
 
     # The agent goes on; the next compaction merges the previous summary with the new messages only.
-    more = new + [{"role": "assistant", "content": f"step {i}"} if i % 2 else {"role": "user", "content": f"ok {i}"}
-                  for i in range(12)]
+    more = new + [
+        {"role": "assistant", "content": f"step {i}"} if i % 2 else {"role": "user", "content": f"ok {i}"}
+        for i in range(12)
+    ]
     hook.trigger = hook.trigger.model_copy(update={"turn_limit": 1})
     hook.turns_since_last_compression = 1
     newer = hook.before_step(more)
     assert newer[:2] == history[:2] and hook.compactions == 2
-    second = CompressedContext.model_validate_json(newer[2]["content"][len(SUMMARY_PREFIX):].split("\n")[0])
+    second = CompressedContext.model_validate_json(newer[2]["content"][len(SUMMARY_PREFIX) :].split("\n")[0])
     for constraint in first_summary.user_constraints:
         assert constraint in second.user_constraints
     assert hook.metrics[-1].reason == "turn-limit"

@@ -8,16 +8,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from offline_compress.history.cut import cut_index
-from offline_compress.summary.draft import Draft
-from offline_compress.extract.facts import extract_facts
 from offline_compress.engine.forced import (
     _masked_argmax_numpy,
     _penalised_argmax_numpy,
     masked_argmax,
     penalised_argmax,
 )
+from offline_compress.extract.facts import extract_facts
 from offline_compress.formats import load_history
+from offline_compress.history.cut import cut_index
+from offline_compress.summary.draft import Draft
 from offline_compress.summary.prompt import closing, digest
 
 FIXTURE = Path(__file__).parent / "fixtures" / "mini-swe-agent" / "github_issue.traj.json"
@@ -78,8 +78,9 @@ def test_lazy_masks_pick_the_same_tokens_as_full_masks(compressor, prompt, two_r
     decoder = backend.fast_decoder()
     tokens = backend.tokenize(prefix + suffix, add_bos=True)
     backend.eval_prompt(prefix, tokens)
-    eager = decoder.decode(compressor.schema, compressor.max_tokens, repeat_penalty=compressor.repeat_penalty,
-                           lazy_mask=False)
+    eager = decoder.decode(
+        compressor.schema, compressor.max_tokens, repeat_penalty=compressor.repeat_penalty, lazy_mask=False
+    )
     lazy = two_runs[0]
     assert eager.stop_reason == "grammar"
     assert eager.masks == eager.sampled_tokens  # every sampled step computed its mask

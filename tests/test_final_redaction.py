@@ -54,6 +54,8 @@ def test_a_marker_longer_than_the_secret_is_cut_to_the_bound() -> None:
     the result is cut at the bound, still valid, and the password is gone."""
     tool = "x" * (MAX_TOOL_CHARS - len("pwd=Tr0ub4x!")) + "pwd=Tr0ub4x!"
     assert len(tool) == MAX_TOOL_CHARS
-    out = redact_summary(CompressedContext(tool_calls_summary=[ToolCallSummary(tool=tool, target="", outcome="success")]))
+    out = redact_summary(
+        CompressedContext(tool_calls_summary=[ToolCallSummary(tool=tool, target="", outcome="success")])
+    )
     got = out.tool_calls_summary[0].tool
     assert len(got) == MAX_TOOL_CHARS and got.endswith("…") and "Tr0ub4x" not in got

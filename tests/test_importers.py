@@ -85,8 +85,11 @@ def test_eval_output_bad_input_names_the_problem(tmp_path: Path) -> None:
 def test_cli_reads_one_instance(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compress", str(EVAL), "--instance", FLASK, "--no-model", "--keep-last", "2"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    edit = {"tool": "str_replace_editor", "target": "/workspace/pallets__flask__2.3/src/flask/blueprints.py",
-            "outcome": "success"}
+    edit = {
+        "tool": "str_replace_editor",
+        "target": "/workspace/pallets__flask__2.3/src/flask/blueprints.py",
+        "outcome": "success",
+    }
     assert edit in summary["tool_calls_summary"]
     assert main(["count", str(EVAL)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -125,8 +128,14 @@ def test_broken_gzip_names_the_file(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_gzip_on_stdin() -> None:
     data = gzip.compress((FIXTURES / "mini-swe-agent" / "github_issue.traj.json").read_bytes())
-    out = subprocess.run([sys.executable, "-m", "offline_compress.cli", "compress", "-", "--no-model"], input=data,
-                         capture_output=True, cwd=REPO, check=False, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "offline_compress.cli", "compress", "-", "--no-model"],
+        input=data,
+        capture_output=True,
+        cwd=REPO,
+        check=False,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr.decode()
     assert json.loads(out.stdout)["user_constraints"]
 
@@ -174,8 +183,9 @@ def _sdk_objects(kind: str) -> tuple[Any, Any]:
             Function,
         )
 
-        call = ChatCompletionMessageFunctionToolCall(id="call_1", type="function",
-                                                     function=Function(name="bash", arguments='{"command": "ls"}'))
+        call = ChatCompletionMessageFunctionToolCall(
+            id="call_1", type="function", function=Function(name="bash", arguments='{"command": "ls"}')
+        )
         return openai_chat.ChatCompletionMessage(role="assistant", content=None, tool_calls=[call]), call
     call = _ToolCall(id="call_1", function=_Function(name="bash", arguments='{"command": "ls"}'))
     return _SdkLikeMessage(role="assistant", content=None, tool_calls=[call]), call
@@ -206,8 +216,10 @@ def test_sdk_objects_in_the_cache_and_compressor(kind: str) -> None:
     from offline_compress.compressor import Compressor
 
     message, _ = _sdk_objects(kind)
-    history: list[Any] = [{"role": "system", "content": "You are a coding agent."},
-                          {"role": "user", "content": "Fix the bug. Do not modify tests."}]
+    history: list[Any] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Fix the bug. Do not modify tests."},
+    ]
     for i in range(4):
         history += [message, {"role": "tool", "tool_call_id": "call_1", "content": f"out {i}"}]
     cache = MessageCache()

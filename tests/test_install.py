@@ -43,18 +43,52 @@ def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, src / name)
     shutil.copytree(REPO / "offline_compress", src / "offline_compress", ignore=shutil.ignore_patterns("__pycache__"))
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                            "-w", str(tmp / "dist"), str(src)], capture_output=True, text=True, check=False)
+    build = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp / "dist"),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert build.returncode == 0, build.stderr
     wheel = next((tmp / "dist").glob("offline_compress-*.whl"))
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-                              "--no-index", str(wheel)], capture_output=True, text=True, check=False)
+    install = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert install.returncode == 0, install.stderr
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     Path(site, "zz_main_environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return venv
 
@@ -68,16 +102,22 @@ def user_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def test_wheel_in_a_fresh_venv_downloads_from_file_and_compresses(fresh_venv: Path, user_env: dict[str, str],
-                                                                  tmp_path: Path, model_path: Path) -> None:
+def test_wheel_in_a_fresh_venv_downloads_from_file_and_compresses(
+    fresh_venv: Path, user_env: dict[str, str], tmp_path: Path, model_path: Path
+) -> None:
     python, cli = fresh_venv / "bin" / "python", fresh_venv / "bin" / "offline-compress"
     cwd = tmp_path / "work"
     cwd.mkdir()
-    where = _run([str(python), "-c", "import offline_compress; print(offline_compress.__file__)"], env=user_env, cwd=cwd)
+    where = _run(
+        [str(python), "-c", "import offline_compress; print(offline_compress.__file__)"], env=user_env, cwd=cwd
+    )
     assert where.returncode == 0, where.stderr
     assert Path(where.stdout.strip()).is_relative_to(fresh_venv), where.stdout  # the wheel, not the checkout
-    packaged = _run([str(python), "-c", "from offline_compress.model_files import PACKAGE_MANIFEST as p; print(p.is_file())"],
-                    env=user_env, cwd=cwd)
+    packaged = _run(
+        [str(python), "-c", "from offline_compress.model_files import PACKAGE_MANIFEST as p; print(p.is_file())"],
+        env=user_env,
+        cwd=cwd,
+    )
     assert packaged.stdout.strip() == "True", packaged.stderr  # the manifest ships inside the wheel
 
     # Nothing installed yet: one clear line that names the folders searched and the command to run.
@@ -85,37 +125,52 @@ def test_wheel_in_a_fresh_venv_downloads_from_file_and_compresses(fresh_venv: Pa
     # derived from the model at download: one clear line saying what to run.
     extractive = _run([str(cli), "compress", str(HISTORY)], env=user_env, cwd=cwd)
     assert extractive.returncode == 2 and "Traceback" not in extractive.stderr
-    assert extractive.stderr.strip().splitlines()[-1].startswith(
-        "offline-compress: error: no target tokenizer for the default model: model gemma-3-270m-q4_k_m")
+    assert (
+        extractive.stderr.strip()
+        .splitlines()[-1]
+        .startswith("offline-compress: error: no target tokenizer for the default model: model gemma-3-270m-q4_k_m")
+    )
     assert "run `offline-compress download-model`" in extractive.stderr
     missing = _run([str(cli), "compress", str(HISTORY), "--model", "default"], env=user_env, cwd=cwd)
     assert missing.returncode == 2
     last = missing.stderr.strip().splitlines()[-1]
     assert "Traceback" not in missing.stderr
     models = tmp_path / "data" / "offline_compress" / "models"
-    assert last.startswith("offline-compress: error: model gemma-3-270m-q4_k_m (gemma-3-270m-q4_k_m.gguf) is not installed")
+    assert last.startswith(
+        "offline-compress: error: model gemma-3-270m-q4_k_m (gemma-3-270m-q4_k_m.gguf) is not installed"
+    )
     assert f"searched {models}" in last and "run `offline-compress download-model`" in last
 
     default, entries = manifest_entries()
     digest = entries[default].sha256
-    got = _run([str(cli), "download-model", "--from-file", str(model_path.resolve()), "--sha256", digest],
-               env=user_env, cwd=cwd, timeout=600)
+    got = _run(
+        [str(cli), "download-model", "--from-file", str(model_path.resolve()), "--sha256", digest],
+        env=user_env,
+        cwd=cwd,
+        timeout=600,
+    )
     assert got.returncode == 0, got.stderr
     assert got.stdout.strip() == str(models / entries[default].file)
     assert (models / entries[default].file).stat().st_size == entries[default].size
     assert (models / entries[default].file.replace(".gguf", ".tokenizer.json")).is_file()
     assert not (models / "manifest.local.json").exists()  # the default model is in the packaged manifest
 
-    again = _run([str(cli), "download-model", "--from-file", str(model_path.resolve()), "--sha256", digest],
-                 env=user_env, cwd=cwd)
+    again = _run(
+        [str(cli), "download-model", "--from-file", str(model_path.resolve()), "--sha256", digest],
+        env=user_env,
+        cwd=cwd,
+    )
     assert again.returncode == 0 and "already present and verified" in again.stderr
 
     counted = _run([str(cli), "count", str(HISTORY)], env=user_env, cwd=cwd)
     assert counted.returncode == 0, counted.stderr
     assert json.loads(counted.stdout)["messages"] == 22
 
-    resolved = _run([str(python), "-c", "from offline_compress.model_files import resolve_model; print(resolve_model())"],
-                    env=user_env, cwd=cwd)
+    resolved = _run(
+        [str(python), "-c", "from offline_compress.model_files import resolve_model; print(resolve_model())"],
+        env=user_env,
+        cwd=cwd,
+    )
     assert resolved.stdout.strip() == str(models / entries[default].file), resolved.stderr  # found and verified
 
     done = _run([str(cli), "compress", str(HISTORY), "-o", "summary.json"], env=user_env, cwd=cwd)  # the default

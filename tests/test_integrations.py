@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from offline_compress import CompressedContext, Compressor
-from offline_compress.summary.message import SUMMARY_PREFIX, parse_summary_message
 from offline_compress.history.messages import Message
+from offline_compress.summary.message import SUMMARY_PREFIX, parse_summary_message
 from offline_compress.tokens.counter import get_counter
 
 try:
@@ -30,10 +30,12 @@ except ImportError as err:
     oh_adapter, OH_MISSING = None, str(err)
 
 needs_langchain = pytest.mark.skipif(
-    lc_adapter is None, reason=f"LangChain is not installed: {globals().get('LC_MISSING')}")
+    lc_adapter is None, reason=f"LangChain is not installed: {globals().get('LC_MISSING')}"
+)
 needs_openhands = pytest.mark.skipif(
     oh_adapter is None,
-    reason=f"the OpenHands SDK is not installed (it needs Python >= 3.12): {globals().get('OH_MISSING')}")
+    reason=f"the OpenHands SDK is not installed (it needs Python >= 3.12): {globals().get('OH_MISSING')}",
+)
 
 TASK = "Fix the crash in src/app.py. Do not modify the tests."
 FAILING = "python run_missing.py"
@@ -86,8 +88,12 @@ def scripted_model(replies: list[Any]) -> Any:
 def tool_steps(n: int, prefix: str = "c", cmd=command) -> list[Any]:
     from langchain_core.messages import AIMessage
 
-    return [AIMessage(f"I'll run {cmd(i)} next.", tool_calls=[{"name": "bash", "args": {"command": cmd(i)},
-                                                                "id": f"{prefix}{i}"}]) for i in range(n)]
+    return [
+        AIMessage(
+            f"I'll run {cmd(i)} next.", tool_calls=[{"name": "bash", "args": {"command": cmd(i)}, "id": f"{prefix}{i}"}]
+        )
+        for i in range(n)
+    ]
 
 
 def bash_tool(outputs: dict[str, str] | None = None) -> Any:
@@ -103,17 +109,31 @@ def bash_tool(outputs: dict[str, str] | None = None) -> Any:
     return bash
 
 
-def run_agent(middleware: Any, replies: list[Any], *, thread: str = "t1", model: Any = None,
-              checkpointer: Any = None, tools: list[Any] | None = None) -> tuple[dict[str, Any], Any]:
+def run_agent(
+    middleware: Any,
+    replies: list[Any],
+    *,
+    thread: str = "t1",
+    model: Any = None,
+    checkpointer: Any = None,
+    tools: list[Any] | None = None,
+) -> tuple[dict[str, Any], Any]:
     from langchain.agents import create_agent
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
     model = model or scripted_model(replies)
-    agent = create_agent(model, tools or [bash_tool()], middleware=[middleware],
-                         system_prompt="You are a coding agent.", checkpointer=checkpointer or InMemorySaver())
-    state = agent.invoke({"messages": [HumanMessage(TASK, id=f"task-{thread}")]},
-                         {"configurable": {"thread_id": thread}, "recursion_limit": 200})
+    agent = create_agent(
+        model,
+        tools or [bash_tool()],
+        middleware=[middleware],
+        system_prompt="You are a coding agent.",
+        checkpointer=checkpointer or InMemorySaver(),
+    )
+    state = agent.invoke(
+        {"messages": [HumanMessage(TASK, id=f"task-{thread}")]},
+        {"configurable": {"thread_id": thread}, "recursion_limit": 200},
+    )
     return state, model
 
 
@@ -136,8 +156,9 @@ def assert_tool_calls_paired(messages: list[Any]) -> None:
 def compaction(compressor: Compressor, tmp_path: Any, **kwargs: Any) -> Any:
     """The middleware under test, with a window small enough that a few tool steps fill it."""
     kwargs.setdefault("summary_fraction", 1.0)  # a summary budget of the whole (small) window: nothing clipped
-    return lc_adapter.OfflineCompactionMiddleware(1500, compressor=compressor, keep_last=3,
-                                                  archive_path=tmp_path / "a.sqlite3", **kwargs)
+    return lc_adapter.OfflineCompactionMiddleware(
+        1500, compressor=compressor, keep_last=3, archive_path=tmp_path / "a.sqlite3", **kwargs
+    )
 
 
 def the_summary(messages: list[Any]) -> CompressedContext:
@@ -204,10 +225,13 @@ def test_a_restarted_middleware_merges_the_summary_it_finds_in_the_state(extract
     assert first.hook("thread:t1").compactions >= 1
     # a new process: a new middleware, the conversation restored from the checkpointer
     later = compaction(extractive, tmp_path)
-    more = [AIMessage("", tool_calls=[{"name": "bash", "args": {"command": f"cat lib/more{i}.py"}, "id": f"m{i}"}])
-            for i in range(8)]
-    agent = create_agent(scripted_model([*more, AIMessage("done")]), [bash_tool()], middleware=[later],
-                         checkpointer=saver)
+    more = [
+        AIMessage("", tool_calls=[{"name": "bash", "args": {"command": f"cat lib/more{i}.py"}, "id": f"m{i}"}])
+        for i in range(8)
+    ]
+    agent = create_agent(
+        scripted_model([*more, AIMessage("done")]), [bash_tool()], middleware=[later], checkpointer=saver
+    )
     state = agent.invoke({"messages": [HumanMessage("Go on.")]}, {"configurable": {"thread_id": "t1"}})
     assert later.hook("thread:t1").compactions >= 1
     # src/mod0.py was only in the first middleware's summary, which the new one found in the state
@@ -226,8 +250,9 @@ def test_threads_never_share_a_summary(extractive, tmp_path):
         return f"cat beta/part{i}.py"
 
     middleware = compaction(extractive, tmp_path)
-    model = scripted_model([*tool_steps(8, "a", alpha), AIMessage("a done"), *tool_steps(8, "b", beta),
-                            AIMessage("b done")])
+    model = scripted_model(
+        [*tool_steps(8, "a", alpha), AIMessage("a done"), *tool_steps(8, "b", beta), AIMessage("b done")]
+    )
     saver = InMemorySaver()
     state_a, _ = run_agent(middleware, [], thread="A", model=model, checkpointer=saver)
     state_b, _ = run_agent(middleware, [], thread="B", model=model, checkpointer=saver)
@@ -236,8 +261,11 @@ def test_threads_never_share_a_summary(extractive, tmp_path):
     summary_b = the_summary(state_b["messages"])
     assert "beta/part0.py" in targets(summary_b)
     assert not any("alpha" in t for t in targets(summary_b))
-    assert not any(m["content"].startswith("cat alpha") for m in hook_b.archive.restore(1, session=hook_b.session)
-                   if isinstance(m.get("content"), str))
+    assert not any(
+        m["content"].startswith("cat alpha")
+        for m in hook_b.archive.restore(1, session=hook_b.session)
+        if isinstance(m.get("content"), str)
+    )
     assert state_a["messages"][0].id == "task-A"
 
 
@@ -283,8 +311,9 @@ def test_only_the_middlewares_marked_summary_counts_as_its_summary(extractive, t
 def test_short_history_is_left_alone_and_never_modified(extractive, tmp_path):
     from langchain_core.messages import HumanMessage
 
-    middleware = lc_adapter.OfflineCompactionMiddleware(32_768, compressor=extractive,
-                                                        archive_path=tmp_path / "a.sqlite3")
+    middleware = lc_adapter.OfflineCompactionMiddleware(
+        32_768, compressor=extractive, archive_path=tmp_path / "a.sqlite3"
+    )
     messages = [HumanMessage(TASK, id="h")]
     state = {"messages": messages}
     assert middleware.before_model(state, None) is None
@@ -302,8 +331,12 @@ def test_async_agent_compacts_too(extractive, tmp_path):
     from langgraph.checkpoint.memory import InMemorySaver
 
     middleware = compaction(extractive, tmp_path)
-    agent = create_agent(scripted_model([*tool_steps(8), AIMessage("done")]), [bash_tool()], middleware=[middleware],
-                         checkpointer=InMemorySaver())
+    agent = create_agent(
+        scripted_model([*tool_steps(8), AIMessage("done")]),
+        [bash_tool()],
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+    )
     state = asyncio.run(agent.ainvoke({"messages": [HumanMessage(TASK)]}, {"configurable": {"thread_id": "x"}}))
     assert middleware.hook("thread:x").compactions >= 1
     assert sum(lc_adapter.is_summary(m) for m in state["messages"]) == 1
@@ -344,21 +377,34 @@ def oh_events(n: int, *, start: int = 0, batch_at: int | None = None, thinking_a
         pass
 
     def action(i: int, cmd: str, call: str, response: str, thinking: bool = False, thought: bool = True) -> Any:
-        tool_call = MessageToolCall(id=call, name="terminal", arguments=json.dumps({"command": cmd}),
-                                    origin="completion")
+        tool_call = MessageToolCall(
+            id=call, name="terminal", arguments=json.dumps({"command": cmd}), origin="completion"
+        )
         said = [TextContent(text=f"I'll run {cmd} next.")] if thought else []  # a batch's later calls have none
-        return ActionEvent(thought=said, action=TerminalAction(command=cmd),
-                           tool_name="terminal", tool_call_id=call, tool_call=tool_call, llm_response_id=response,
-                           thinking_blocks=[ThinkingBlock(thinking="think", signature="sig")] if thinking else [])
+        return ActionEvent(
+            thought=said,
+            action=TerminalAction(command=cmd),
+            tool_name="terminal",
+            tool_call_id=call,
+            tool_call=tool_call,
+            llm_response_id=response,
+            thinking_blocks=[ThinkingBlock(thinking="think", signature="sig")] if thinking else [],
+        )
 
     def observation(a: Any, i: int) -> Any:
-        return ObservationEvent(observation=TerminalObservation.from_text(output(i), is_error=i == 2),
-                                action_id=a.id, tool_name="terminal", tool_call_id=a.tool_call_id)
+        return ObservationEvent(
+            observation=TerminalObservation.from_text(output(i), is_error=i == 2),
+            action_id=a.id,
+            tool_name="terminal",
+            tool_call_id=a.tool_call_id,
+        )
 
     events: list[Any] = []
     if start == 0:
-        events = [SystemPromptEvent(system_prompt=TextContent(text="You are OpenHands agent."), tools=[]),
-                  MessageEvent(source="user", llm_message=OHMessage(role="user", content=[TextContent(text=TASK)]))]
+        events = [
+            SystemPromptEvent(system_prompt=TextContent(text="You are OpenHands agent."), tools=[]),
+            MessageEvent(source="user", llm_message=OHMessage(role="user", content=[TextContent(text=TASK)])),
+        ]
     for i in range(start, start + n):
         if i == batch_at:
             a1 = action(i, command(i), f"call_{i}", f"resp_{i}")
@@ -410,7 +456,7 @@ def test_openhands_condenser_returns_a_condensation_the_sdk_applies(extractive, 
     assert kinds[:3] == [SystemPromptEvent, MessageEvent, CondensationSummaryEvent]
     assert condensed.events[2].summary == result.summary
     kept = condensed.events[3:]
-    assert [e.id for e in kept] == [e.id for e in events[len(events) - len(kept):]]  # the recent events verbatim
+    assert [e.id for e in kept] == [e.id for e in events[len(events) - len(kept) :]]  # the recent events verbatim
     assert len(kept) >= 5
     assert_view_is_whole(condensed)
     assert c.hook.archive.restore(1, session=c.hook.session)[1]["content"] == TASK
@@ -465,8 +511,10 @@ def test_openhands_soft_and_hard_requirements(extractive, tmp_path):
     c = condenser(extractive, tmp_path, max_tokens=100_000)
     small = View.from_events(oh_events(3))
     assert c.condensation_requirement(small) is None and c.condense(small) is small
-    assert c.condensation_requirement(View.from_events([*oh_events(3), CondensationRequest()])) \
+    assert (
+        c.condensation_requirement(View.from_events([*oh_events(3), CondensationRequest()]))
         == CondensationRequirement.HARD
+    )
     events = oh_events(12)
     tokens = get_counter().count(oh_adapter.view_messages(events)[0])
     assert c.assess(View.from_events(events)) == (None, "skip")
@@ -483,8 +531,11 @@ def test_openhands_condenser_serialises_with_the_agent(extractive):
     from openhands.sdk import LLM, Agent
     from pydantic import SecretStr
 
-    agent = Agent(llm=LLM(model="openai/gpt-4o-mini", api_key=SecretStr("unused"), usage_id="agent"), tools=[],
-                  condenser=oh_adapter.OfflineCondenser(keep_first=3, model=None, max_tokens=8000))
+    agent = Agent(
+        llm=LLM(model="openai/gpt-4o-mini", api_key=SecretStr("unused"), usage_id="agent"),
+        tools=[],
+        condenser=oh_adapter.OfflineCondenser(keep_first=3, model=None, max_tokens=8000),
+    )
     back = Agent.model_validate_json(agent.model_dump_json())
     assert isinstance(back.condenser, oh_adapter.OfflineCondenser)
     assert (back.condenser.keep_first, back.condenser.model, back.condenser.max_tokens) == (3, None, 8000)
@@ -504,8 +555,9 @@ def test_openhands_condenser_with_the_real_model(compressor, tmp_path):
     from openhands.sdk.context.view import View
 
     events = oh_events(8)
-    c = oh_adapter.OfflineCondenser(compressor=compressor, max_tokens=3000, archive_path=str(tmp_path / "a.sqlite3"),
-                                    summary_fraction=1.0)
+    c = oh_adapter.OfflineCondenser(
+        compressor=compressor, max_tokens=3000, archive_path=str(tmp_path / "a.sqlite3"), summary_fraction=1.0
+    )
     result = c.condense(View.from_events(events))
     summary = summary_of(result.summary)
     assert compressor.backend is not None and c.hook.metrics[-1].outcome == "compacted"

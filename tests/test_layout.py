@@ -16,13 +16,42 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "offline_compress"
-FOLDERS = ("history", "formats", "extract", "summary", "tokens", "engine", "secrets", "archive", "contradictions",
-           "integrations", "cli")
-PUBLIC = ("BackendError", "CompactionHook", "CompactionMetrics", "CompressedContext", "CompressionDecision",
-          "CompressionResult", "Compressor", "EmptyHistoryError", "InputError", "Message", "ModelFileError",
-          "OfflineCompressError", "TokenCounter", "TokenizerError", "TriggerConfig", "compress_context",
-          "compressed_context_json_schema", "count_contradictions", "count_tokens", "evaluate_compression",
-          "load_history")
+FOLDERS = (
+    "history",
+    "formats",
+    "extract",
+    "summary",
+    "tokens",
+    "engine",
+    "secrets",
+    "archive",
+    "contradictions",
+    "integrations",
+    "cli",
+)
+PUBLIC = (
+    "BackendError",
+    "CompactionHook",
+    "CompactionMetrics",
+    "CompressedContext",
+    "CompressionDecision",
+    "CompressionResult",
+    "Compressor",
+    "EmptyHistoryError",
+    "InputError",
+    "Message",
+    "ModelFileError",
+    "OfflineCompressError",
+    "TokenCounter",
+    "TokenizerError",
+    "TriggerConfig",
+    "compress_context",
+    "compressed_context_json_schema",
+    "count_contradictions",
+    "count_tokens",
+    "evaluate_compression",
+    "load_history",
+)
 
 
 def modules_after(statement: str, prefix: str | None = "offline_compress") -> set[str]:
@@ -61,8 +90,9 @@ def imported_names(path: Path) -> set[str]:
 # ------------------------------------------------------------------------------------------- the evaluation
 
 
-@pytest.mark.parametrize("module", ["offline_compress", "offline_compress.compressor", "offline_compress.hook",
-                                    "offline_compress.cli"])
+@pytest.mark.parametrize(
+    "module", ["offline_compress", "offline_compress.compressor", "offline_compress.hook", "offline_compress.cli"]
+)
 def test_the_runtime_path_does_not_import_the_evaluation_package(module: str) -> None:
     loaded = modules_after(f"import {module}", prefix=None)
     assert module in loaded  # the import ran in the tree under test
@@ -70,8 +100,10 @@ def test_the_runtime_path_does_not_import_the_evaluation_package(module: str) ->
 
 
 def test_no_library_module_imports_the_evaluation_package_even_lazily() -> None:
-    offenders = {str(p.relative_to(REPO)): sorted(n for n in imported_names(p) if n.split(".")[0] == "evaluation")
-                 for p in package_modules()}
+    offenders = {
+        str(p.relative_to(REPO)): sorted(n for n in imported_names(p) if n.split(".")[0] == "evaluation")
+        for p in package_modules()
+    }
     assert not {k: v for k, v in offenders.items() if v}
 
 
@@ -82,19 +114,42 @@ def test_the_library_reads_no_repository_path() -> None:
     markers = ("tests/fixtures", "fixtures/", "eval/", "scripts/", "shared/", "trajectories/", "bench-results")
     for path in package_modules():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        doc_nodes = {id(n.body[0].value) for n in ast.walk(tree)
-                     if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and n.body
-                     and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
-        strings = [n.value for n in ast.walk(tree)
-                   if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in doc_nodes]
+        doc_nodes = {
+            id(n.body[0].value)
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+            and n.body
+            and isinstance(n.body[0], ast.Expr)
+            and isinstance(n.body[0].value, ast.Constant)
+        }
+        strings = [
+            n.value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in doc_nodes
+        ]
         assert not [s for s in strings if any(m in s for m in markers)], path
         if "__file__" in path.read_text(encoding="utf-8"):
             assert path.name == "model_files.py", path
 
 
 def test_the_wheel_holds_no_evaluation_or_benchmark_module(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(tmp_path), str(REPO)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (wheel,) = tmp_path.glob("offline_compress-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "offline_compress/hook.py" in names and "offline_compress/models_manifest.json" in names
@@ -105,8 +160,18 @@ def test_the_user_cli_keeps_only_what_a_user_runs() -> None:
     from offline_compress.cli import build_parser
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
-    assert set(sub.choices) == {"count", "check", "compress", "batch", "recall", "show", "restore", "archive",
-                                "contradictions", "download-model"}
+    assert set(sub.choices) == {
+        "count",
+        "check",
+        "compress",
+        "batch",
+        "recall",
+        "show",
+        "restore",
+        "archive",
+        "contradictions",
+        "download-model",
+    }
     from evaluation.__main__ import build_parser as evaluation_parser
 
     sub = next(a for a in evaluation_parser()._actions if a.dest == "command")
@@ -117,8 +182,13 @@ def test_the_scoring_modules_import_neither_the_extractor_nor_the_compressors_ch
     modules = ["summary_eval", "scoring", "reference", "grounding", "canaries", "probes"]
     loaded = modules_after("\n".join(f"import evaluation.{m}" for m in modules))
     forbidden = {m for m in loaded if m == "offline_compress.extract" or m.startswith("offline_compress.extract.")}
-    forbidden |= loaded & {"offline_compress.summary.ground", "offline_compress.compressor", "offline_compress.cli",
-                           "offline_compress.summary.pack", "offline_compress.summary.merge"}
+    forbidden |= loaded & {
+        "offline_compress.summary.ground",
+        "offline_compress.compressor",
+        "offline_compress.cli",
+        "offline_compress.summary.pack",
+        "offline_compress.summary.merge",
+    }
     assert not forbidden
 
 
@@ -147,22 +217,29 @@ def test_folders_by_concern_each_with_a_docstring_of_a_paragraph() -> None:
 
 def test_the_top_level_holds_the_faces_and_few_modules() -> None:
     top = sorted(p.stem for p in PACKAGE.glob("*.py"))
-    assert top == ["__init__", "batch", "compressor", "download", "errors", "files", "hook", "model_files"]
+    assert top == ["__init__", "batch", "compressor", "download", "errors", "files", "hook", "metrics", "model_files"]
 
 
 def test_no_module_is_over_600_lines() -> None:
-    long = {str(p.relative_to(REPO)): n for p in package_modules()
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600}
+    long = {
+        str(p.relative_to(REPO)): n
+        for p in package_modules()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600
+    }
     assert not long
 
 
 def test_the_shared_vocabularies_depend_on_nothing_else() -> None:
     """The message model and the schema are what everything else shares, never the other way round; the
     extractor and the importers read messages and nothing above them."""
+
     def deps(path: Path) -> set[str]:
         return {n for n in imported_names(path) if n.startswith("offline_compress.")}
 
-    assert deps(PACKAGE / "history" / "messages.py") <= {"offline_compress.errors", "offline_compress.errors.InputError"}
+    assert deps(PACKAGE / "history" / "messages.py") <= {
+        "offline_compress.errors",
+        "offline_compress.errors.InputError",
+    }
     assert not deps(PACKAGE / "summary" / "schema.py")
     allowed = ("offline_compress.history.", "offline_compress.errors", "offline_compress.extract.")
     for folder in ("extract", "formats"):
@@ -192,8 +269,9 @@ def test_the_public_names_stay_importable() -> None:
 
 
 def test_the_public_face_loads_without_evaluation_code() -> None:
-    loaded = modules_after("import offline_compress as oc\noc.Compressor, oc.CompactionHook, oc.compress_context",
-                           prefix=None)
+    loaded = modules_after(
+        "import offline_compress as oc\noc.Compressor, oc.CompactionHook, oc.compress_context", prefix=None
+    )
     assert {"offline_compress.compressor", "offline_compress.hook"} <= loaded
     assert not {m for m in loaded if m == "evaluation" or m.startswith("evaluation.")}
 
@@ -204,5 +282,14 @@ def test_the_extract_package_keeps_its_names() -> None:
     from offline_compress.history import conventions
 
     assert extract.extract_facts is facts.extract_facts and extract.is_tool_output is conventions.is_tool_output
-    assert set(extract.__all__) >= {"Facts", "ToolEvent", "Constraint", "extract_facts", "extract_tool_events",
-                                    "extract_constraints", "is_tool_output", "classify_result", "parse_shell"}
+    assert set(extract.__all__) >= {
+        "Facts",
+        "ToolEvent",
+        "Constraint",
+        "extract_facts",
+        "extract_tool_events",
+        "extract_constraints",
+        "is_tool_output",
+        "classify_result",
+        "parse_shell",
+    }

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from offline_compress.engine import Backend
-from offline_compress.summary.draft import Draft
 from offline_compress.formats import load_history
+from offline_compress.summary.draft import Draft
 
 FIXTURE = Path(__file__).parent / "fixtures" / "mini-swe-agent" / "github_issue.traj.json"
 
@@ -22,8 +22,9 @@ def prompt(compressor):
 
 
 def generate(compressor, prefix: str, suffix: str):
-    return compressor.backend.generate(prefix, suffix, compressor.schema, compressor.max_tokens,
-                                       compressor.repeat_penalty)
+    return compressor.backend.generate(
+        prefix, suffix, compressor.schema, compressor.max_tokens, compressor.repeat_penalty
+    )
 
 
 def test_the_in_process_backend_has_the_protocol_and_decodes_with_outlines(compressor):

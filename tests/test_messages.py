@@ -10,13 +10,22 @@ from offline_compress.history.messages import as_messages, parse_messages
 
 
 def test_parts_and_unknown_keys():
-    [m] = parse_messages([{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url"}], "extra": 1}])
+    [m] = parse_messages(
+        [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url"}], "extra": 1}]
+    )
     assert m.text == "a\n[image_url]"
 
 
 def test_tool_call_arguments_dict_become_json_text():
-    [m] = parse_messages([{"role": "assistant", "content": None, "tool_calls": [
-        {"id": "1", "function": {"name": "f", "arguments": {"b": 1, "a": 2}}}]}])
+    [m] = parse_messages(
+        [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "1", "function": {"name": "f", "arguments": {"b": 1, "a": 2}}}],
+            }
+        ]
+    )
     assert m.tool_calls[0].function.arguments == '{"a": 2, "b": 1}'
 
 

@@ -26,8 +26,16 @@ def test_a_long_command_keeps_the_lines_that_name_something_and_marks_the_gaps()
 
 
 def test_the_budget_holds_and_newer_steps_win_ties():
-    material = [Material.of(f"Found `helper_{i}` in `lib/mod_{i}.py`.", [], f"cat lib/mod_{i}.py",
-                            [f"lib/mod_{i}.py:3: def helper_{i}():"], "success") for i in range(100, 140)]
+    material = [
+        Material.of(
+            f"Found `helper_{i}` in `lib/mod_{i}.py`.",
+            [],
+            f"cat lib/mod_{i}.py",
+            [f"lib/mod_{i}.py:3: def helper_{i}():"],
+            "success",
+        )
+        for i in range(100, 140)
+    ]
     steps = pack(material, 400, count)
     doc = S.CompressedContext(work_log=steps)
     assert count.count_text(doc.to_json()) <= 400 + 40  # per-piece costs; the caller (merge.fit) checks the exact total
@@ -36,16 +44,21 @@ def test_the_budget_holds_and_newer_steps_win_ties():
 
 
 def test_a_failed_steps_error_line_is_kept_before_filler():
-    m = Material.of("", [], "python run.py", ["Traceback (most recent call last):",
-                                               "ModuleNotFoundError: No module named 'yaml'"], "error", failed_line=1)
+    m = Material.of(
+        "",
+        [],
+        "python run.py",
+        ["Traceback (most recent call last):", "ModuleNotFoundError: No module named 'yaml'"],
+        "error",
+        failed_line=1,
+    )
     (step,) = pack([m], 40, count)
     assert step.saw[-1] == "ModuleNotFoundError: No module named 'yaml'"
     assert step.outcome == "error"
 
 
 def test_known_names_add_nothing_and_nothing_is_invented():
-    m = Material.of("`alpha_fn` calls `beta_fn`.", ["def alpha_fn(): pass"], "grep -n alpha_fn pkg/a.py", [],
-                    "success")
+    m = Material.of("`alpha_fn` calls `beta_fn`.", ["def alpha_fn(): pass"], "grep -n alpha_fn pkg/a.py", [], "success")
     (known,) = pack([m], 500, count, known={"alpha_fn", "beta_fn", "pkg/a.py"})
     assert known == S.Step(ran="grep -n alpha_fn pkg/a.py", outcome="success")  # only what was done: no new name
     (step,) = pack([m], 500, count)
@@ -54,9 +67,16 @@ def test_known_names_add_nothing_and_nothing_is_invented():
 
 
 def test_pack_is_deterministic_and_within_the_schema():
-    material = [Material.of(" ".join(f"Sentence about `name_{i}_{j}`." for j in range(60)),
-                            [f"code_{i}_{j} = 1" for j in range(50)], _script(300),
-                            [f"out_{i}_{j}.py:1: x" for j in range(40)], "partial") for i in range(3)]
+    material = [
+        Material.of(
+            " ".join(f"Sentence about `name_{i}_{j}`." for j in range(60)),
+            [f"code_{i}_{j} = 1" for j in range(50)],
+            _script(300),
+            [f"out_{i}_{j}.py:1: x" for j in range(40)],
+            "partial",
+        )
+        for i in range(3)
+    ]
     a, b = pack(material, 3000, count), pack(material, 3000, count)
     assert a == b and a
     for step in a:
@@ -66,5 +86,8 @@ def test_pack_is_deterministic_and_within_the_schema():
 
 def test_names_are_code_names_and_numbers():
     assert names("see django/db/models.py line 1234 in `Collector.collect`") >= {
-        "django/db/models.py", "1234", "Collector.collect"}
+        "django/db/models.py",
+        "1234",
+        "Collector.collect",
+    }
     assert "12" not in names("took 12 s")

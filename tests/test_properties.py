@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from offline_compress.cli import main
 from offline_compress.compressor import Compressor
 from offline_compress.errors import OfflineCompressError
+from offline_compress.history.trigger import evaluate_compression
 from offline_compress.hook import CompactionHook
 from offline_compress.summary.schema import CompressedContext
-from offline_compress.history.trigger import evaluate_compression
 
 ERROR_PREFIX = "offline-compress: error:"
 SUMMARY_MARK = "[CONTEXT_SUMMARY]"
@@ -33,12 +33,26 @@ SUMMARY_MARK = "[CONTEXT_SUMMARY]"
 # --- values --------------------------------------------------------------------------------------------------
 
 # Text with what agents really produce: code, unicode, control characters, lone surrogates (JSON allows them).
-odd_text = st.sampled_from(["", " ", "\x00", "\ud800", "\udfff x", "é\u0301", "\u202e", "```", "<returncode>1</returncode>",
-                            "[CONTEXT_SUMMARY]\n{}", "[CONTEXT_SUMMARY]\n{\"user_constraints\": 5}"])
+odd_text = st.sampled_from(
+    [
+        "",
+        " ",
+        "\x00",
+        "\ud800",
+        "\udfff x",
+        "é\u0301",
+        "\u202e",
+        "```",
+        "<returncode>1</returncode>",
+        "[CONTEXT_SUMMARY]\n{}",
+        '[CONTEXT_SUMMARY]\n{"user_constraints": 5}',
+    ]
+)
 text = st.one_of(st.text(max_size=120), odd_text, st.integers(0, 300).map(lambda n: "ab " * n))
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=30))
-json_values = st.recursive(scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),
-                           max_leaves=25)
+json_values = st.recursive(
+    scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4), max_leaves=25
+)
 # Nested objects as deep as a test can still copy and compare (deeper nesting comes as file text, below).
 deep = st.integers(20, 200).map(lambda n: _nested(n))
 
@@ -62,32 +76,61 @@ arguments = st.one_of(
     json_values,  # a dict or anything instead of a string
 )
 good_call = st.fixed_dictionaries(
-    {"id": st.text(min_size=1, max_size=8), "type": st.just("function"),
-     "function": st.fixed_dictionaries({"name": st.one_of(st.text(min_size=1, max_size=20),
-                                                           st.sampled_from(["bash", "str_replace_editor", "search_codebase"])),
-                                        "arguments": arguments})})
+    {
+        "id": st.text(min_size=1, max_size=8),
+        "type": st.just("function"),
+        "function": st.fixed_dictionaries(
+            {
+                "name": st.one_of(
+                    st.text(min_size=1, max_size=20), st.sampled_from(["bash", "str_replace_editor", "search_codebase"])
+                ),
+                "arguments": arguments,
+            }
+        ),
+    }
+)
 bad_call = st.one_of(
     json_values,
-    st.fixed_dictionaries({"id": st.one_of(st.integers(), st.none()), "type": st.sampled_from(["function", "custom"]),
-                           "function": json_values}),
-    st.fixed_dictionaries({"type": st.just("custom"), "custom": st.fixed_dictionaries({"name": st.text(max_size=5), "input": text})}),
+    st.fixed_dictionaries(
+        {
+            "id": st.one_of(st.integers(), st.none()),
+            "type": st.sampled_from(["function", "custom"]),
+            "function": json_values,
+        }
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("custom"), "custom": st.fixed_dictionaries({"name": st.text(max_size=5), "input": text})}
+    ),
 )
-parts = st.lists(st.one_of(st.fixed_dictionaries({"type": st.just("text"), "text": text}),
-                           st.fixed_dictionaries({"type": st.just("image_url"), "image_url": st.fixed_dictionaries({"url": st.text(max_size=20)})}),
-                           st.dictionaries(st.text(max_size=8), json_values, max_size=3), deep.map(lambda d: {"nested": d})),
-                 max_size=4)
+parts = st.lists(
+    st.one_of(
+        st.fixed_dictionaries({"type": st.just("text"), "text": text}),
+        st.fixed_dictionaries(
+            {"type": st.just("image_url"), "image_url": st.fixed_dictionaries({"url": st.text(max_size=20)})}
+        ),
+        st.dictionaries(st.text(max_size=8), json_values, max_size=3),
+        deep.map(lambda d: {"nested": d}),
+    ),
+    max_size=4,
+)
 content = st.one_of(text, parts)
 
 valid_message = st.one_of(
     st.fixed_dictionaries({"role": st.sampled_from(["system", "developer", "user"]), "content": content}),
     st.fixed_dictionaries({"role": st.just("assistant"), "content": text}),
-    st.fixed_dictionaries({"role": st.just("assistant"), "content": st.one_of(text, st.none()),
-                           "tool_calls": st.lists(good_call, min_size=1, max_size=3)}),
+    st.fixed_dictionaries(
+        {
+            "role": st.just("assistant"),
+            "content": st.one_of(text, st.none()),
+            "tool_calls": st.lists(good_call, min_size=1, max_size=3),
+        }
+    ),
     st.fixed_dictionaries({"role": st.just("tool"), "content": content, "tool_call_id": st.text(max_size=8)}),
     # mini-swe-agent's convention: a fenced command, then its output as the next user message
     st.text(max_size=60).map(lambda cmd: {"role": "assistant", "content": f"THOUGHT: try\n\n```bash\n{cmd}\n```"}),
     st.tuples(st.integers(-2, 130), st.text(max_size=200)).map(
-        lambda t: {"role": "user", "content": f"<returncode>{t[0]}</returncode>\n<output>\n{t[1]}\n</output>"}),
+        lambda t: {"role": "user", "content": f"<returncode>{t[0]}</returncode>\n<output>\n{t[1]}\n</output>"}
+    ),
 )
 broken_message = st.one_of(
     json_values,
@@ -95,7 +138,13 @@ broken_message = st.one_of(
     st.fixed_dictionaries({"role": st.one_of(st.text(max_size=10), st.integers(), st.none()), "content": content}),
     st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "tool"]), "content": st.none()}),
     st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]), "content": json_values}),
-    st.fixed_dictionaries({"role": st.just("assistant"), "content": st.none(), "tool_calls": st.one_of(json_values, st.lists(bad_call, min_size=1, max_size=2))}),
+    st.fixed_dictionaries(
+        {
+            "role": st.just("assistant"),
+            "content": st.none(),
+            "tool_calls": st.one_of(json_values, st.lists(bad_call, min_size=1, max_size=2)),
+        }
+    ),
     st.fixed_dictionaries({"role": st.just("user"), "content": deep}),
 )
 
@@ -138,7 +187,10 @@ def _encode(value: Any, layout: str, ascii_only: bool) -> bytes:
     elif layout == "openhands-eval":
         body = dump({"instance_id": "x__y-1", "instruction": "Fix it.", "history": value, "test_result": {}})
     elif layout == "events":  # OpenHands-looking events mixed with the messages
-        body = dump([{"id": 1, "source": "user", "action": "message", "args": {"content": "hi"}}] + (value if isinstance(value, list) else [value]))
+        body = dump(
+            [{"id": 1, "source": "user", "action": "message", "args": {"content": "hi"}}]
+            + (value if isinstance(value, list) else [value])
+        )
     else:
         body = dump(value)
     try:
@@ -197,10 +249,16 @@ def check_compacted(value: list[Any], result: list[Any]) -> None:
     marker) and otherwise only messages of ``value``, as they were."""
     if result == value:
         return
-    summaries = [m for m in result if isinstance(m, dict) and isinstance(m.get("content"), str)
-                 and m["content"].startswith(SUMMARY_MARK) and m not in value]
+    summaries = [
+        m
+        for m in result
+        if isinstance(m, dict)
+        and isinstance(m.get("content"), str)
+        and m["content"].startswith(SUMMARY_MARK)
+        and m not in value
+    ]
     assert len(summaries) == 1, result
-    CompressedContext.model_validate_json(summaries[0]["content"][len(SUMMARY_MARK):].lstrip("\n").split("\n", 1)[0])
+    CompressedContext.model_validate_json(summaries[0]["content"][len(SUMMARY_MARK) :].lstrip("\n").split("\n", 1)[0])
     assert all(m in value for m in result if m is not summaries[0])
 
 
@@ -227,12 +285,24 @@ def check_api(value: Any, compressor: Compressor, archive: Path, max_tokens: int
 EXTRACTIVE = Compressor(model=None)
 
 
-@settings(max_examples=int(__import__('os').environ.get('PROP_N', 1000)), deadline=None, derandomize=True, database=None,
-          phases=[Phase.generate] if __import__('os').environ.get('PROP_NOSHRINK') else list(Phase),
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=int(__import__("os").environ.get("PROP_N", 1000)),
+    deadline=None,
+    derandomize=True,
+    database=None,
+    phases=[Phase.generate] if __import__("os").environ.get("PROP_NOSHRINK") else list(Phase),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
 @given(value=history, layout=layouts, corruption=corruptions, cut=st.floats(0, 1), max_tokens=st.integers(20, 4000))
-def test_no_traceback_on_any_history(value: Any, layout: str, corruption: str, cut: float, max_tokens: int,
-                                     tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_traceback_on_any_history(
+    value: Any,
+    layout: str,
+    corruption: str,
+    cut: float,
+    max_tokens: int,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     path = tmp_path / "history.json"
     path.write_bytes(file_bytes(value, layout, corruption, cut))
     check_cli(["count", str(path)], capsys)
@@ -241,8 +311,13 @@ def test_no_traceback_on_any_history(value: Any, layout: str, corruption: str, c
     check_api(value, EXTRACTIVE, tmp_path / "archive.jsonl", max_tokens)
 
 
-@settings(max_examples=10, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=10,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
 @given(value=st.lists(valid_message, min_size=6, max_size=14))
 def test_the_model_path_on_generated_histories(value: list[Any], compressor: Any, tmp_path: Path) -> None:
     """Through the real model, by way of the hook (one model call per example: 20 examples with two calls each
@@ -259,8 +334,10 @@ def test_the_model_path_on_generated_histories(value: list[Any], compressor: Any
 
 
 def test_the_archive_takes_a_lone_surrogate(tmp_path: Path) -> None:
-    step = [{"role": "assistant", "content": "```bash\nls\n```"},
-            {"role": "user", "content": "<returncode>0</returncode>\n" + "file.py " * 200}]
+    step = [
+        {"role": "assistant", "content": "```bash\nls\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n" + "file.py " * 200},
+    ]
     history = [{"role": "system", "content": "Work carefully."}, {"role": "user", "content": "Fix the bug."}]
     history += step * 3 + [{"role": "assistant", "content": "note \udfff x"}] + step * 3
     check_compacted(history, _hook_step(history, EXTRACTIVE, tmp_path / "a.jsonl", 50))
@@ -268,8 +345,13 @@ def test_the_archive_takes_a_lone_surrogate(tmp_path: Path) -> None:
 
 def test_extract_takes_deep_arguments() -> None:
     deep_args = "[" * 5000 + "]" * 5000
-    history = [{"role": "user", "content": "Fix the bug."},
-               {"role": "assistant", "content": None,
-                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": deep_args}}]},
-               {"role": "tool", "tool_call_id": "c1", "content": "ok"}] + [{"role": "user", "content": "next"}] * 4
+    history = [
+        {"role": "user", "content": "Fix the bug."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": deep_args}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    ] + [{"role": "user", "content": "next"}] * 4
     EXTRACTIVE.compress(history, keep_last=2)

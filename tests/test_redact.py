@@ -27,8 +27,18 @@ GITHUB_PAT = "github_" + "pat_" + "11ABCDEFG0" + "_" + B62 * 3
 AWS = "AK" + "IA" + "IOSFODNN7EXAMPLE"
 SLACK = "xo" + "xb-" + "1234567890-0987654321-" + B62
 GOOGLE = "AI" + "za" + "SyA1b2C3d4E5f6G7h8J9k0L1m2N3o4P5q6r"
-JWT = "ey" + "JhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9" + ".ey" + "JzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ" + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
-PEM = "-----BEGIN RSA " + "PRIVATE KEY-----\nMIIEowIBAAKCAQEA1b2C3d4E5f6G7h8\nJ9k0L1m2N3o4P5q6r7s8t9u0==\n-----END RSA " + "PRIVATE KEY-----"
+JWT = (
+    "ey"
+    + "JhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    + ".ey"
+    + "JzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"
+    + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+PEM = (
+    "-----BEGIN RSA "
+    + "PRIVATE KEY-----\nMIIEowIBAAKCAQEA1b2C3d4E5f6G7h8\nJ9k0L1m2N3o4P5q6r7s8t9u0==\n-----END RSA "
+    + "PRIVATE KEY-----"
+)
 HF = "h" + "f_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ01234567"
 STRIPE = "sk" + "_live_" + "51HcXyZAbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefghij"
 NPM = "n" + "pm_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
@@ -41,8 +51,11 @@ TWELVE = [
     (f"curl https://api.stripe.com/v1/charges -u {STRIPE}:", "stripe_key", STRIPE),
     (f"//registry.npmjs.org/:_authToken={NPM}", "npm_token", NPM),
     (f"glab auth status  # logged in with {GITLAB}", "gitlab_token", GITLAB),
-    (f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={AZURE};EndpointSuffix=core.windows.net",
-     "azure_key", AZURE),
+    (
+        f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={AZURE};EndpointSuffix=core.windows.net",
+        "azure_key",
+        AZURE,
+    ),
     ("curl -u admin:Xk9mQ2vL https://example.com/api/v1", "password", "Xk9mQ2vL"),
     ("PGPASSWORD=hunter psql -h db.internal -U app", "password", "hunter"),
     ("mysql -h 127.0.0.1 -u root -pS3cretPw -e 'select 1'", "password", "S3cretPw"),
@@ -53,16 +66,20 @@ TWELVE = [
 ]
 
 
-
 @pytest.mark.parametrize(
     "text,kind,secret",
-    TWELVE + [
+    TWELVE
+    + [
         (f"client = OpenAI(api_key='{OPENAI_LEGACY}')", "openai_key", OPENAI_LEGACY),
         (f"ANTHROPIC_API_KEY={ANTHROPIC} python run.py", "anthropic_key", ANTHROPIC),
         (f"token: {GITHUB_PAT}", "github_token", GITHUB_PAT),
         (f"https://maps.googleapis.com/maps/api/geocode/json?key={GOOGLE}", "google_api_key", GOOGLE),
         (f"cookie: session={JWT}; path=/", "jwt", JWT),
-        ("curl -H 'Authorization: Bearer abcDEF123456ghiJKL789' https://api.x", "bearer_token", "abcDEF123456ghiJKL789"),
+        (
+            "curl -H 'Authorization: Bearer abcDEF123456ghiJKL789' https://api.x",
+            "bearer_token",
+            "abcDEF123456ghiJKL789",
+        ),
         ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "basic_auth", "dXNlcjpwYXNzd29yZA=="),
         ("DATABASE_URL=postgres://admin:S3cr3tPass@db.internal:5432/app", "url_credentials", "S3cr3tPass"),
         ("db_password=hunter2!x", "password", "hunter2!x"),
@@ -74,18 +91,24 @@ TWELVE = [
         ("GITLAB_TOKEN=glpat-a1B2c3D4e5F6g7H8", "token", "glpat-a1B2c3D4e5F6g7H8"),
         (f"key file:\n{PEM}\nend", "private_key", PEM),
         (f"huggingface-cli login --token {HF}", "huggingface_token", HF),
-        (f"stripe.api_key = \"{STRIPE}\"", "stripe_key", STRIPE),
+        (f'stripe.api_key = "{STRIPE}"', "stripe_key", STRIPE),
         (f"NPM_TOKEN={NPM} npm publish", "npm_token", NPM),
         (f"use {GITLAB} for the API", "gitlab_token", GITLAB),
         ("curl --user deploy:hunter2x -X POST https://x.io", "password", "hunter2x"),
         ("mysqldump --password='p4ss w0rd' --all-databases", "password", "p4ss w0rd"),
         ("docker login -u bob --password Xk9#mQ2v registry.io", "password", "Xk9#mQ2v"),
         ("gh auth login --token=q8Zr2LmN5vB", "token", "q8Zr2LmN5vB"),
-        ('docker run -e POSTGRES_PASSWORD=letmein postgres:16', "password", "letmein"),
-        ('config = {"signing_material": "q8Zr2LmN5vBx7TyU1pWd3KfH9sJe4Gc6Aa0"}', "high_entropy_string",
-         "q8Zr2LmN5vBx7TyU1pWd3KfH9sJe4Gc6Aa0"),
-        ('HEADERS = {"X-Auth": "9f86d081884c7d659a2feaa0c55ad015"}', "high_entropy_hex",
-         "9f86d081884c7d659a2feaa0c55ad015"),
+        ("docker run -e POSTGRES_PASSWORD=letmein postgres:16", "password", "letmein"),
+        (
+            'config = {"signing_material": "q8Zr2LmN5vBx7TyU1pWd3KfH9sJe4Gc6Aa0"}',
+            "high_entropy_string",
+            "q8Zr2LmN5vBx7TyU1pWd3KfH9sJe4Gc6Aa0",
+        ),
+        (
+            'HEADERS = {"X-Auth": "9f86d081884c7d659a2feaa0c55ad015"}',
+            "high_entropy_hex",
+            "9f86d081884c7d659a2feaa0c55ad015",
+        ),
         ("session = 'sess=' + 'ok'; password = 'Password1!'", "password", "Password1!"),
     ],
 )
@@ -97,7 +120,10 @@ def test_each_kind_is_found_and_redacted(text: str, kind: str, secret: str) -> N
 
 
 def test_truncated_private_key_is_still_redacted() -> None:
-    text = "-----BEGIN OPENSSH " + "PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtz\n\nnext paragraph"
+    text = (
+        "-----BEGIN OPENSSH "
+        + "PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtz\n\nnext paragraph"
+    )
     out = redact(text)
     assert "b3BlbnNzaC1rZXkt" not in out and out.endswith("\n\nnext paragraph")
 
@@ -117,7 +143,7 @@ def test_truncated_private_key_is_still_redacted() -> None:
         "SECRET_KEY='secret',",
         "api_key = os.environ['OPENAI_API_KEY']",
         "password=None",
-        'token: ${{ secrets.GITHUB_TOKEN }}',
+        "token: ${{ secrets.GITHUB_TOKEN }}",
         "passwords = []",
         'raise ValueError("Enter your password again")',
         "git clone git@github.com:org/repo.git && cd repo",
@@ -139,7 +165,7 @@ def test_truncated_private_key_is_still_redacted() -> None:
         "password=get_password()",
         "new_secret = 'abcdefghijkl'",
         "SECRET_KEY = 'abcd' * 20",
-        "SECRET_KEY = \"django_tests_secret_key\"",
+        'SECRET_KEY = "django_tests_secret_key"',
         "{'PASSWORD': 'somepassword'}",
         "psql --no-password mydb",
         "but --password suffers from the same problem",
@@ -175,7 +201,9 @@ def test_spans_are_ordered_and_disjoint() -> None:
 
 
 ADVERSARIAL = {
-    "original": lambda k: ("sk-" + "a" * 50 + " ") * 1000 * k + "password=" * 2500 * k + "eyJ" + "a" * 10000 * k + "://" + "x:" * 5000 * k,
+    "original": lambda k: (
+        ("sk-" + "a" * 50 + " ") * 1000 * k + "password=" * 2500 * k + "eyJ" + "a" * 10000 * k + "://" + "x:" * 5000 * k
+    ),
     "commands": lambda k: "curl " + "-u a:" * 2500 * k + " mysql " + "-p" * 5000 * k + " --password" * 2500 * k,
     "keywords": lambda k: ("password = '" + "a" * 30) * 500 * k + "key" * 5000 * k,
     "one-long-line": lambda k: '"' + "A1b2" * 25000 * k + '"' + " AccountKey=" * 2500 * k,
@@ -213,14 +241,18 @@ def _plugin_samples() -> dict[str, str]:
         "Discord Bot Token": "bot = " + "MTk4NjIyNDgzNDcxOTI1MjQ4" + ".Cl2FMQ." + "ZnCjm1XVW7vRze4b7Cq4se7kKWs",
         "GitHub Token": "token " + GITHUB,
         "GitLab Token": "token " + GITLAB,
-        "IBM COS HMAC Credentials": "cos_secret_access_key = \"" + hex64[:48] + "\"",
-        "IBM Cloud IAM Key": "ibm_cloud_iam_key = \"" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789-_abcdef" + "\"",
+        "IBM COS HMAC Credentials": 'cos_secret_access_key = "' + hex64[:48] + '"',
+        "IBM Cloud IAM Key": 'ibm_cloud_iam_key = "' + "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789-_abcdef" + '"',
         "JSON Web Token": "cookie " + JWT,
         "Mailchimp Access Key": "mc = " + hex64[:32] + "-us12",
         "NPM tokens": "//registry.npmjs.org/:_authToken=" + NPM,
         "OpenAI Token": "key = " + "sk-" + "abcdefghijKLMNOPQRST" + "T3Blbk" + "FJ" + "abcdefghijKLMNOPQRST",
         "PyPI Token": "password = " + "pypi-" + "AgEIcHlwaS5vcmc" + "A1b2C3d4E5" * 8,
-        "SendGrid API Key": "SENDGRID=" + "SG." + "abcdefghijklmnopqrstuv" + "." + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ",
+        "SendGrid API Key": "SENDGRID="
+        + "SG."
+        + "abcdefghijklmnopqrstuv"
+        + "."
+        + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ",
         "Slack Token": "slack " + SLACK,
         "SoftLayer Credentials": "https://api.softlayer.com/soap/v3/" + hex64,
         "Square OAuth Secret": "square = " + "sq0" + "csp-" + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456",
@@ -286,9 +318,27 @@ def test_prompt_notes_redact_before_cutting() -> None:
 
 def test_redact_message_covers_content_parts_and_arguments_without_mutation() -> None:
     raw = [
-        {"role": "user", "content": [{"type": "text", "text": f"my key is {OPENAI}"}, {"type": "image_url", "image_url": {"url": "x"}}]},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
-            "name": "bash", "arguments": json.dumps({"command": f"curl -u bob:Xk9mQ2vL https://h -H 'x: {GITHUB}'"})}}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": f"my key is {OPENAI}"},
+                {"type": "image_url", "image_url": {"url": "x"}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {
+                        "name": "bash",
+                        "arguments": json.dumps({"command": f"curl -u bob:Xk9mQ2vL https://h -H 'x: {GITHUB}'"}),
+                    },
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "ok"},
     ]
     before = copy.deepcopy(raw)
@@ -305,8 +355,13 @@ def test_redact_message_covers_content_parts_and_arguments_without_mutation() ->
 def test_redacted_arguments_stay_json_when_a_span_ends_in_an_escape() -> None:
     """A private key inside a JSON string: redacting the JSON text as text must not break the JSON."""
     arguments = json.dumps({"content": PEM + "\\", "path": "id_rsa"})
-    message = Message.model_validate({"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c", "type": "function", "function": {"name": "write", "arguments": arguments}}]})
+    message = Message.model_validate(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "write", "arguments": arguments}}],
+        }
+    )
     out = json.loads(redact_message(message).tool_calls[0].function.arguments)
     assert "MIIEow" not in out["content"] and out["path"] == "id_rsa"
 

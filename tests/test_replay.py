@@ -16,10 +16,17 @@ from offline_compress.history.messages import as_messages
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parent.parent
 
-LIBRARY_UNDER_TEST = ("offline_compress.extract", "offline_compress.history.cut", "offline_compress.history.plan",
-                      "offline_compress.history.conventions", "offline_compress.summary.ground",
-                      "offline_compress.secrets.redact", "offline_compress.compressor", "offline_compress.summary.merge",
-                      "offline_compress.summary.pack")
+LIBRARY_UNDER_TEST = (
+    "offline_compress.extract",
+    "offline_compress.history.cut",
+    "offline_compress.history.plan",
+    "offline_compress.history.conventions",
+    "offline_compress.summary.ground",
+    "offline_compress.secrets.redact",
+    "offline_compress.compressor",
+    "offline_compress.summary.merge",
+    "offline_compress.summary.pack",
+)
 
 
 def test_probe_scoring_does_not_import_the_code_it_scores():
@@ -36,27 +43,47 @@ def test_probe_scoring_does_not_import_the_code_it_scores():
 def _history():
     """System, task, then: the agent greps (finds a definition in a tool output), reads a file, a command fails,
     the user steers mid-session, and later the agent uses what it found."""
-    return as_messages([
-        {"role": "system", "content": "You are an agent.\nAlways run the tests."},
-        {"role": "user", "content": "Fix the bug in the parser."},
-        {"role": "assistant", "content": "Searching.\n```bash\ngrep -rn parse_header src/\n```"},
-        {"role": "user", "content": "<returncode>0</returncode>\n<output>\nsrc/http/headers.py:41:def parse_header(raw_value):\n</output>"},
-        {"role": "assistant", "content": "Reading it.\n```bash\ncat src/http/headers.py\n```"},
-        {"role": "user", "content": "<returncode>0</returncode>\n<output>\ndef parse_header(raw_value):\n    return split_tokens(raw_value)\n</output>"},
-        {"role": "assistant", "content": "Run the tests.\n```bash\npytest tests/test_headers.py\n```"},
-        {"role": "user", "content": "<returncode>1</returncode>\n<output>\nE   ModuleNotFoundError: No module named 'hdrs'\n</output>"},
-        {"role": "user", "content": "please do not add new dependencies"},
-        {"role": "assistant", "content": "Noted.\n```bash\nls\n```"},
-        {"role": "user", "content": "<returncode>0</returncode>\n<output>\nsrc\ntests\n</output>"},
-        {"role": "assistant", "content": "Again.\n```bash\nls\n```"},
-        {"role": "user", "content": "<returncode>0</returncode>\n<output>\nsrc\ntests\n</output>"},
-        # step 13: the compaction point; later the agent uses split_tokens (learnt from a tool output) and
-        # re-reads the file, and re-runs the failing test
-        {"role": "assistant", "content": "Patch split_tokens in src/http/headers.py.\n```bash\ncat src/http/headers.py\n```"},
-        {"role": "user", "content": "<returncode>0</returncode>\n<output>\ndef parse_header(raw_value):\n    return split_tokens(raw_value)\n</output>"},
-        {"role": "assistant", "content": "```bash\npytest tests/test_headers.py\n```"},
-        {"role": "user", "content": "<returncode>1</returncode>\n<output>\nE   ModuleNotFoundError: No module named 'hdrs'\n</output>"},
-    ])
+    return as_messages(
+        [
+            {"role": "system", "content": "You are an agent.\nAlways run the tests."},
+            {"role": "user", "content": "Fix the bug in the parser."},
+            {"role": "assistant", "content": "Searching.\n```bash\ngrep -rn parse_header src/\n```"},
+            {
+                "role": "user",
+                "content": "<returncode>0</returncode>\n<output>\nsrc/http/headers.py:41:def parse_header(raw_value):\n</output>",
+            },
+            {"role": "assistant", "content": "Reading it.\n```bash\ncat src/http/headers.py\n```"},
+            {
+                "role": "user",
+                "content": "<returncode>0</returncode>\n<output>\ndef parse_header(raw_value):\n    return split_tokens(raw_value)\n</output>",
+            },
+            {"role": "assistant", "content": "Run the tests.\n```bash\npytest tests/test_headers.py\n```"},
+            {
+                "role": "user",
+                "content": "<returncode>1</returncode>\n<output>\nE   ModuleNotFoundError: No module named 'hdrs'\n</output>",
+            },
+            {"role": "user", "content": "please do not add new dependencies"},
+            {"role": "assistant", "content": "Noted.\n```bash\nls\n```"},
+            {"role": "user", "content": "<returncode>0</returncode>\n<output>\nsrc\ntests\n</output>"},
+            {"role": "assistant", "content": "Again.\n```bash\nls\n```"},
+            {"role": "user", "content": "<returncode>0</returncode>\n<output>\nsrc\ntests\n</output>"},
+            # step 13: the compaction point; later the agent uses split_tokens (learnt from a tool output) and
+            # re-reads the file, and re-runs the failing test
+            {
+                "role": "assistant",
+                "content": "Patch split_tokens in src/http/headers.py.\n```bash\ncat src/http/headers.py\n```",
+            },
+            {
+                "role": "user",
+                "content": "<returncode>0</returncode>\n<output>\ndef parse_header(raw_value):\n    return split_tokens(raw_value)\n</output>",
+            },
+            {"role": "assistant", "content": "```bash\npytest tests/test_headers.py\n```"},
+            {
+                "role": "user",
+                "content": "<returncode>1</returncode>\n<output>\nE   ModuleNotFoundError: No module named 'hdrs'\n</output>",
+            },
+        ]
+    )
 
 
 def test_parsers_read_actions_results_and_failures():
@@ -93,7 +120,7 @@ def test_probes_of_a_step_and_their_scores():
 def test_presence_reads_json_escapes_as_an_agent_would():
     m = _history()
     pr = P.build_probes(m, 13, len(m))
-    doc = {"notes": 'def parse_header(raw_value):\n    return split_tokens(raw_value)', "path": "src/http/headers.py"}
+    doc = {"notes": "def parse_header(raw_value):\n    return split_tokens(raw_value)", "path": "src/http/headers.py"}
     ctx = as_messages([*m[:2], {"role": "system", "content": "[S]\n" + json.dumps(doc)}, *m[8:13]])
     s = P.score_context(pr, ctx)
     assert "split_tokens" not in s.lost_artifacts and s.redos == 0
@@ -113,8 +140,14 @@ def test_hook_replay_forces_the_same_points_for_another_compressor(tmp_path):
     from offline_compress.tokens.counter import get_counter
 
     padding = "\n".join(f"src/http/other_{k}.py: unrelated line {k}" for k in range(60))
-    m = as_messages([x.model_copy(update={"content": x.text.replace("</output>", padding + "\n</output>")})
-                     if P.is_tool_output(_history(), i) else x for i, x in enumerate(_history())])
+    m = as_messages(
+        [
+            x.model_copy(update={"content": x.text.replace("</output>", padding + "\n</output>")})
+            if P.is_tool_output(_history(), i)
+            else x
+            for i, x in enumerate(_history())
+        ]
+    )
     runs = HookReplay(Compressor(None), 10**6, get_counter(), keep_last=2).run(m, steps=[9, 13])
     assert sorted(runs) == [9, 13]
     second = runs[13].messages
@@ -126,13 +159,32 @@ def test_hook_replay_forces_the_same_points_for_another_compressor(tmp_path):
 
 def test_ab_replay_cli_writes_table_json_and_chart(tmp_path):
     bad = tmp_path / "broken.json"
-    bad.write_text("[{\"role\": \"nobody\"}]")
+    bad.write_text('[{"role": "nobody"}]')
     out, chart = tmp_path / "r.json", tmp_path / "r.png"
     proc = subprocess.run(
-        [sys.executable, "-m", "evaluation", "ab-replay", str(FIXTURES / "mini-swe-agent"), str(bad),
-         "--context", "4096,8192", "--strategies", "full,truncate,mask,extract", "--points-from", "extract",
-         "--json", str(out), "--chart", str(chart)],
-        capture_output=True, text=True, cwd=REPO, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "evaluation",
+            "ab-replay",
+            str(FIXTURES / "mini-swe-agent"),
+            str(bad),
+            "--context",
+            "4096,8192",
+            "--strategies",
+            "full,truncate,mask,extract",
+            "--points-from",
+            "extract",
+            "--json",
+            str(out),
+            "--chart",
+            str(chart),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "not replayed: " in proc.stdout and "broken.json" in proc.stdout
     report = json.loads(out.read_text())
@@ -141,8 +193,9 @@ def test_ab_replay_cli_writes_table_json_and_chart(tmp_path):
     full = next(r for r in report["aggregate"] if r["strategy"] == "full" and r["window"] == 4096)
     assert full["artifact_recall"] == 1.0 and full["points"] > 0
     extract = [p["strategies"]["extract"] for t in report["trajectories"] for p in t.get("points", [])]
-    assert extract and all("recalled" in e and 0 <= e["recalled"] <= e["artifacts"] - e["artifacts_kept"]
-                           for e in extract)  # one recall call per lost probe, against the archive of that point
+    assert extract and all(
+        "recalled" in e and 0 <= e["recalled"] <= e["artifacts"] - e["artifacts_kept"] for e in extract
+    )  # one recall call per lost probe, against the archive of that point
     assert chart.stat().st_size > 10_000
     pairs = {(r["window"], r["strategy"]) for r in report["paired"]}
     assert (4096, "extract") in pairs and "paired, per trajectory, against mask:" in proc.stdout
@@ -153,8 +206,10 @@ def test_paired_comparison_counts_trajectories_and_bounds_the_difference():
     from evaluation.stats import bootstrap_recall_difference
 
     def traj(name, probes, ours, theirs):
-        scores = {"extract": {"artifacts": probes, "artifacts_kept": ours},
-                  "mask": {"artifacts": probes, "artifacts_kept": theirs}}
+        scores = {
+            "extract": {"artifacts": probes, "artifacts_kept": ours},
+            "mask": {"artifacts": probes, "artifacts_kept": theirs},
+        }
         return {"name": name, "points": [{"window": 8192, "strategies": scores}]}
 
     better = [traj(f"t{i}", 10, 9, 7) for i in range(30)]

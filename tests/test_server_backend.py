@@ -20,6 +20,9 @@ from typing import Any
 
 import pytest
 
+from evaluation.llama_server import free_port, serve
+from offline_compress.cli import main as cli_main
+from offline_compress.compressor import Compressor
 from offline_compress.engine import Backend, Generation
 from offline_compress.engine.openai_server import (
     OpenAIServerBackend,
@@ -27,16 +30,16 @@ from offline_compress.engine.openai_server import (
     gbnf_grammar,
     structured_fields,
 )
-from offline_compress.cli import main as cli_main
-from offline_compress.compressor import Compressor
-from offline_compress.summary.draft import Draft, draft_json_schema
 from offline_compress.errors import BackendError
-from evaluation.llama_server import free_port, serve
 from offline_compress.formats import load_history
+from offline_compress.summary.draft import Draft, draft_json_schema
 
 FIXTURE = Path(__file__).parent / "fixtures" / "mini-swe-agent" / "github_issue.traj.json"
-VALID_DRAFT = {"recent_narrative": "The agent fixed the missing colon.", "decisions": [],
-               "task_state": {"completed": [], "remaining": [], "blockers": []}}
+VALID_DRAFT = {
+    "recent_narrative": "The agent fixed the missing colon.",
+    "decisions": [],
+    "task_state": {"completed": [], "remaining": [], "blockers": []},
+}
 GARBAGE = "Sure! Here is a summary of the log: the agent fixed a syntax error and ran the script again."
 
 Responder = Callable[[str, str, Any], tuple[int, Any]]
@@ -90,8 +93,10 @@ def fake_server(respond: Responder) -> Iterator[tuple[str, Received]]:
 
 
 def completion(text: str) -> dict[str, Any]:
-    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 600, "completion_tokens": 30}}
+    return {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 600, "completion_tokens": 30},
+    }
 
 
 def not_found(method: str, path: str, body: Any) -> tuple[int, Any]:
@@ -113,12 +118,18 @@ class TwiceBackend:
     def count(self, text: str) -> int:
         return len(text.split())
 
-    def generate(self, prefix: str, suffix: str, schema: dict[str, Any], max_tokens: int,
-                 repeat_penalty: float = 1.0) -> Generation:
+    def generate(
+        self, prefix: str, suffix: str, schema: dict[str, Any], max_tokens: int, repeat_penalty: float = 1.0
+    ) -> Generation:
         text = self.texts[min(self.calls, len(self.texts) - 1)]
         self.calls += 1
-        return Generation(text=text, prompt_tokens=self.count(prefix + suffix), generated_tokens=7,
-                          prompt_seconds=0.5, total_seconds=2.0)
+        return Generation(
+            text=text,
+            prompt_tokens=self.count(prefix + suffix),
+            generated_tokens=7,
+            prompt_seconds=0.5,
+            total_seconds=2.0,
+        )
 
     def close(self) -> None:
         pass
@@ -242,6 +253,7 @@ def test_auto_moves_to_the_next_format_when_the_server_rejects_one():
 def test_a_llama_server_is_recognised_and_asked_in_its_own_terms():
     """What llama.cpp's llama-server says about itself (``/props``, ``/tokenize``) decides the format, the token
     counting and the context window."""
+
     def respond(method: str, path: str, body: Any) -> tuple[int, Any]:
         if path == "/v1/models":
             return 200, {"object": "list", "data": [{"id": "gemma-3-1b-it", "owned_by": "llamacpp"}]}
@@ -304,16 +316,45 @@ def test_cli_compress_through_an_unreachable_server_prints_one_line_and_exits_2(
     code = cli_main(["compress", str(FIXTURE), "--backend", "openai", "--base-url", f"http://127.0.0.1:{port}"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
-    assert err[-1] == f"offline-compress: error: http://127.0.0.1:{port}/v1/models: connection refused (is the server running?)"
+    assert (
+        err[-1]
+        == f"offline-compress: error: http://127.0.0.1:{port}/v1/models: connection refused (is the server running?)"
+    )
     assert cli_main(["compress", str(FIXTURE), "--backend", "openai"]) == 2
     assert "needs --base-url" in capsys.readouterr().err
     assert cli_main(["compress", str(FIXTURE), "--base-url", f"http://127.0.0.1:{port}"]) == 2
     assert "--base-url needs --backend openai" in capsys.readouterr().err
-    assert cli_main(["compress", str(FIXTURE), "--backend", "openai", "--base-url", f"http://127.0.0.1:{port}",
-                     "--decoder", "forced"]) == 2
+    assert (
+        cli_main(
+            [
+                "compress",
+                str(FIXTURE),
+                "--backend",
+                "openai",
+                "--base-url",
+                f"http://127.0.0.1:{port}",
+                "--decoder",
+                "forced",
+            ]
+        )
+        == 2
+    )
     assert "--decoder is for the in-process backend" in capsys.readouterr().err
-    assert cli_main(["compress", str(FIXTURE), "--backend", "openai", "--base-url", f"http://127.0.0.1:{port}",
-                     "--api-key-env", "OC_TEST_UNSET_VARIABLE"]) == 2
+    assert (
+        cli_main(
+            [
+                "compress",
+                str(FIXTURE),
+                "--backend",
+                "openai",
+                "--base-url",
+                f"http://127.0.0.1:{port}",
+                "--api-key-env",
+                "OC_TEST_UNSET_VARIABLE",
+            ]
+        )
+        == 2
+    )
     assert "OC_TEST_UNSET_VARIABLE: that environment variable is not set" in capsys.readouterr().err
 
 
@@ -326,8 +367,22 @@ def test_cli_compress_through_a_server(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OC_TEST_KEY", "sk-test-123")
     out = tmp_path / "summary.json"
     with fake_server(respond) as (url, received):
-        code = cli_main(["compress", str(FIXTURE), "--backend", "openai", "--base-url", url, "--model", "m",
-                         "--api-key-env", "OC_TEST_KEY", "-o", str(out)])
+        code = cli_main(
+            [
+                "compress",
+                str(FIXTURE),
+                "--backend",
+                "openai",
+                "--base-url",
+                url,
+                "--model",
+                "m",
+                "--api-key-env",
+                "OC_TEST_KEY",
+                "-o",
+                str(out),
+            ]
+        )
     assert code == 0, capsys.readouterr().err
     assert json.loads(out.read_text())["recent_narrative"].startswith("The agent fixed the missing colon.")
     assert next(b for _, p, b in received if p == "/v1/chat/completions")["model"] == "m"

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from tokenizers import Tokenizer
 
-from offline_compress.tokens import gguf as gguf_tokenizer
 from offline_compress.errors import TokenizerError
-from offline_compress.tokens.gguf import load_target_tokenizer, tokenizer_from_gguf, write_tokenizer_json
 from offline_compress.model_files import tokenizer_path_for
+from offline_compress.tokens import gguf as gguf_tokenizer
+from offline_compress.tokens.gguf import load_target_tokenizer, tokenizer_from_gguf, write_tokenizer_json
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TRAJECTORY_DIRS = [FIXTURES / d for d in ("aider", "mini-swe-agent", "openhands", "swe-agent")]
@@ -25,8 +25,10 @@ def _mismatches(texts: list[str], tok: Any, llama: Any, *, add_bos: bool = False
     for text, enc in zip(texts, tok.encode_batch(texts, add_special_tokens=add_bos)):
         ref = llama.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
         if enc.ids != ref:
-            out.append(f"{text[:80]!r}: ours {[tok.id_to_token(i) for i in enc.ids][:20]} "
-                       f"llama.cpp {[tok.id_to_token(i) for i in ref][:20]}")
+            out.append(
+                f"{text[:80]!r}: ours {[tok.id_to_token(i) for i in enc.ids][:20]} "
+                f"llama.cpp {[tok.id_to_token(i) for i in ref][:20]}"
+            )
     return out
 
 
@@ -43,21 +45,63 @@ def _tricky_strings() -> list[str]:
     out: list[str] = []
     for n in range(1, 81):
         sp = " " * n
-        out += [sp, f"x{sp}y", f"{sp}\t{sp}\n", f"def f():\n{sp}return 1", "\n" * n, "\t" * n,
-                f"a{sp}\n{sp}b", f"{sp}▁{sp}", f"{'-' * n} {'=' * n}", "ab" * n, "." * n]
+        out += [
+            sp,
+            f"x{sp}y",
+            f"{sp}\t{sp}\n",
+            f"def f():\n{sp}return 1",
+            "\n" * n,
+            "\t" * n,
+            f"a{sp}\n{sp}b",
+            f"{sp}▁{sp}",
+            f"{'-' * n} {'=' * n}",
+            "ab" * n,
+            "." * n,
+        ]
     rng = random.Random(7)
     ws = [" ", "  ", "\t", "\n", "\r\n", " \t", "\u00a0", "\u3000", "x", "▁"]
     out += ["".join(rng.choice(ws) for _ in range(rng.randint(1, 60))) for _ in range(300)]
     out += [
-        "😀", "👨‍👩‍👧‍👦 family", "🇫🇷🇯🇵", "emoji😀in😀text", "日本語のテキストです。", "中文 文本，标点！", "한국어",
-        "தமிழ் எழுத்து", "العربية", "עברית", "ไทย", "Ελληνικά", "ℝ∑∫√∞", "\u200b\u200c\u200d\ufeff",
-        "".join(chr(c) for c in range(0, 32)), "\x7f\x80\x9f", "nul\x00inside", "\ufffd\ufffe", "\ue000\uf8ff",
-        "\U0010fffd\U000e0001", "\U0001d54f\U0001f9ff",
-        "text <start_of_turn>user\nhi<end_of_turn>\n more", "<start_of_turn", "start_of_turn>", "<<start_of_turn>>",
-        "<bos><eos><pad><unk><mask>", "<unused0><unused6241>", "[multimodal]", "<start_of_image>x<end_of_image>",
-        "<table><tr><td>1</td></tr></table>", "<0x41><0x0A>", "<0xZZ>", "a<b>c</b>", "<h1>Title</h1>\n\n\n\n",
-        "```python\n    if x:\n\t\treturn  y\n```", "C:\\path\\to\\file.txt", "https://example.com/a?b=c&d=e#f",
-        "0123456789 3.14159 1e-10 0xFFFF", "tab\tseparated\tvalues\n" * 3, "trailing spaces   \n   \n",
+        "😀",
+        "👨‍👩‍👧‍👦 family",
+        "🇫🇷🇯🇵",
+        "emoji😀in😀text",
+        "日本語のテキストです。",
+        "中文 文本，标点！",
+        "한국어",
+        "தமிழ் எழுத்து",
+        "العربية",
+        "עברית",
+        "ไทย",
+        "Ελληνικά",
+        "ℝ∑∫√∞",
+        "\u200b\u200c\u200d\ufeff",
+        "".join(chr(c) for c in range(0, 32)),
+        "\x7f\x80\x9f",
+        "nul\x00inside",
+        "\ufffd\ufffe",
+        "\ue000\uf8ff",
+        "\U0010fffd\U000e0001",
+        "\U0001d54f\U0001f9ff",
+        "text <start_of_turn>user\nhi<end_of_turn>\n more",
+        "<start_of_turn",
+        "start_of_turn>",
+        "<<start_of_turn>>",
+        "<bos><eos><pad><unk><mask>",
+        "<unused0><unused6241>",
+        "[multimodal]",
+        "<start_of_image>x<end_of_image>",
+        "<table><tr><td>1</td></tr></table>",
+        "<0x41><0x0A>",
+        "<0xZZ>",
+        "a<b>c</b>",
+        "<h1>Title</h1>\n\n\n\n",
+        "```python\n    if x:\n\t\treturn  y\n```",
+        "C:\\path\\to\\file.txt",
+        "https://example.com/a?b=c&d=e#f",
+        "0123456789 3.14159 1e-10 0xFFFF",
+        "tab\tseparated\tvalues\n" * 3,
+        "trailing spaces   \n   \n",
     ]
     return out
 
@@ -83,8 +127,15 @@ def test_decode_round_trips(target_tokenizer):
 _BYTES = [f"<0x{b:02X}>" for b in range(256)]
 
 
-def _write_gguf(path: Path, normals: list[str], scores: list[float], *, specials: dict[str, int] | None = None,
-                add_space_prefix: bool = False, model: str = "llama") -> Path:
+def _write_gguf(
+    path: Path,
+    normals: list[str],
+    scores: list[float],
+    *,
+    specials: dict[str, int] | None = None,
+    add_space_prefix: bool = False,
+    model: str = "llama",
+) -> Path:
     import gguf
 
     specials = specials or {}
@@ -132,8 +183,13 @@ def test_tiny_vocabularies_agree_with_llama_cpp(tmp_path, add_space_prefix):
     bad: list[str] = []
     for v in range(4):
         normals, scores = _tiny_vocab(rng)
-        path = _write_gguf(tmp_path / f"tiny{v}.gguf", normals, scores, add_space_prefix=add_space_prefix,
-                           specials={"<ctl>": 3, "<ud>": 4, "  ": 4, "\n": 4})
+        path = _write_gguf(
+            tmp_path / f"tiny{v}.gguf",
+            normals,
+            scores,
+            add_space_prefix=add_space_prefix,
+            specials={"<ctl>": 3, "<ud>": 4, "  ": 4, "\n": 4},
+        )
         tok = tokenizer_from_gguf(path)
         llama = llama_cpp.Llama(str(path), vocab_only=True, verbose=False)
         texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 30))) for _ in range(400)]
@@ -217,8 +273,9 @@ def test_write_tokenizer_json_is_atomic(tmp_path, monkeypatch):
 
 
 def test_derived_tokenizer_suffices_without_the_model(tmp_path, monkeypatch, model_path, target_tokenizer):
-    (tmp_path / "manifest.json").write_text(json.dumps({
-        "default": "m", "models": [{"name": "m", "file": "m.gguf", "sha256": "0" * 64}]}))
+    (tmp_path / "manifest.json").write_text(
+        json.dumps({"default": "m", "models": [{"name": "m", "file": "m.gguf", "sha256": "0" * 64}]})
+    )
     monkeypatch.setenv("OFFLINE_COMPRESS_MODEL_DIR", str(tmp_path))
     with pytest.raises(TokenizerError, match=r"model m \(m.gguf\) is not installed; searched"):
         load_target_tokenizer()

@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 from conftest import fixture_files, history_of
 
+from offline_compress.errors import InputError, TokenizerError
+from offline_compress.history.messages import as_messages
+from offline_compress.model_files import tokenizer_path_for
 from offline_compress.tokens.chat_template import (
     GEMMA3_CHAT_TEMPLATE,
     Gemma3Template,
@@ -18,9 +21,6 @@ from offline_compress.tokens.chat_template import (
     render_official_gemma3,
     resolve_template,
 )
-from offline_compress.errors import InputError, TokenizerError
-from offline_compress.history.messages import as_messages
-from offline_compress.model_files import tokenizer_path_for
 from offline_compress.tokens.counter import TokenCounter, count_tokens
 
 GEMMA = Gemma3Template()
@@ -117,8 +117,11 @@ def test_system_is_folded_into_first_user_turn(target_tokenizer, llama_vocab):
         {"role": "assistant", "content": "Hello"},
     ]
     expected = "<start_of_turn>user\nBe brief.  \n\nHi<end_of_turn>\n<start_of_turn>model\nHello<end_of_turn>\n"
-    assert GEMMA.segments(history) == ["", expected[: expected.index("<start_of_turn>model")],
-                                       "<start_of_turn>model\nHello<end_of_turn>\n"]
+    assert GEMMA.segments(history) == [
+        "",
+        expected[: expected.index("<start_of_turn>model")],
+        "<start_of_turn>model\nHello<end_of_turn>\n",
+    ]
     assert render(GEMMA, history) == expected == render_official_gemma3(history)
     counter = TokenCounter(target_tokenizer)
     counts = counter.message_counts(history)
@@ -138,7 +141,10 @@ def test_matches_official_template_on_alternating_histories():
             checked += 1
     assert checked >= 3
     parts = [
-        {"role": "user", "content": [{"type": "text", "text": " look "}, {"type": "image"}, {"type": "text", "text": "x"}]},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": " look "}, {"type": "image"}, {"type": "text", "text": "x"}],
+        },
         {"role": "assistant", "content": [{"type": "text", "text": "seen\n"}]},
     ]
     assert render(GEMMA, parts) == render_official_gemma3(parts)
@@ -148,11 +154,19 @@ def test_tool_history_renders_per_documented_rule(target_tokenizer, llama_vocab)
     history = [
         {"role": "system", "content": "You are an agent."},
         {"role": "user", "content": "List files."},
-        {"role": "assistant", "content": "Let me look.",
-         "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": "ls"}'}}]},
+        {
+            "role": "assistant",
+            "content": "Let me look.",
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": "ls"}'}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "name": "bash", "content": "a.py\nb.py\n"},
-        {"role": "assistant", "content": None,
-         "tool_calls": [{"type": "function", "function": {"name": "done", "arguments": "not json"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"type": "function", "function": {"name": "done", "arguments": "not json"}}],
+        },
         {"role": "tool", "content": "ok"},
         {"role": "assistant", "content": "Two files."},
     ]
@@ -189,7 +203,11 @@ def test_unexpressible_histories_render_per_documented_rule():
         "<start_of_turn>user\nAnother.<end_of_turn>\n",
     ]
     folded = GEMMA.segments(history + [{"role": "tool", "content": "out", "tool_call_id": "c9"}])
-    assert folded[-3:] == ["", "", "<start_of_turn>user\nLate system.\n\nAnother.\n\n[tool result id=c9]\nout<end_of_turn>\n"]
+    assert folded[-3:] == [
+        "",
+        "",
+        "<start_of_turn>user\nLate system.\n\nAnother.\n\n[tool result id=c9]\nout<end_of_turn>\n",
+    ]
 
 
 def test_bad_messages_raise_input_error(target_tokenizer):
@@ -216,10 +234,16 @@ def test_resolve_template_errors(tmp_path):
 
 def test_hugging_face_folder_template(tmp_path, model_path, fixture_histories, target_tokenizer):
     (tmp_path / "tokenizer.json").symlink_to(tokenizer_path_for(model_path))
-    (tmp_path / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<bos>", "eos_token": "<eos>",
-        "chat_template": GEMMA3_CHAT_TEMPLATE,
-    }))
+    (tmp_path / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "PreTrainedTokenizerFast",
+                "bos_token": "<bos>",
+                "eos_token": "<eos>",
+                "chat_template": GEMMA3_CHAT_TEMPLATE,
+            }
+        )
+    )
     history = fixture_histories["github_issue.traj.json"][:9]
     counter = TokenCounter(tmp_path)  # the folder's tokenizer.json and its chat template
     assert isinstance(counter.template, HFChatTemplate) and counter.template.bos_tokens == 0

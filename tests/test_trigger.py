@@ -22,8 +22,11 @@ def tool_history(tool_name: str, *, with_name: bool = False):
         result["name"] = tool_name
     return [
         {"role": "user", "content": "find the bug"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": tool_name, "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": tool_name, "arguments": "{}"}}],
+        },
         result,
     ]
 
@@ -62,7 +65,9 @@ def test_evaluate_compression_uses_counter_and_config():
     history = tool_history("grep")
     assert evaluate_compression(history, 1000, 0, config=config, counter=FixedCounter(150)).reason == "tool-event"
     assert evaluate_compression(history[:1], 1000, 3, config=config, counter=FixedCounter(50)).reason == "turn-limit"
-    assert evaluate_compression(history[:1], 1000, 0, config=config, counter=FixedCounter(901)).reason == "token-threshold"
+    assert (
+        evaluate_compression(history[:1], 1000, 0, config=config, counter=FixedCounter(901)).reason == "token-threshold"
+    )
 
 
 def test_bad_numbers_are_errors():

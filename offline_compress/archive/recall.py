@@ -11,8 +11,10 @@ from typing import Any
 from .store import Archive, ArchiveError, RecallHit
 
 RECALL_TOOL_NAME = "recall"
-RECALL_NOTE = (f"Older messages were archived: call the `{RECALL_TOOL_NAME}` tool with words from a detail "
-               "(a path, a name, an error) to get their text back.")
+RECALL_NOTE = (
+    f"Older messages were archived: call the `{RECALL_TOOL_NAME}` tool with words from a detail "
+    "(a path, a name, an error) to get their text back."
+)
 MAX_K = 20
 
 
@@ -25,14 +27,21 @@ def tool_definition() -> dict[str, Any]:
             "description": (
                 "Search the messages that were replaced by the context summary (earlier tool output, commands, "
                 "file contents, your own earlier messages) and return the best-matching excerpts. Use it when "
-                "you need an exact detail the summary does not hold."),
+                "you need an exact detail the summary does not hold."
+            ),
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "query": {"type": "string",
-                              "description": "words to look for: a file path, a function name, an error message"},
-                    "k": {"type": "integer", "minimum": 1, "maximum": MAX_K,
-                          "description": "how many excerpts to return (default 5)"},
+                    "query": {
+                        "type": "string",
+                        "description": "words to look for: a file path, a function name, an error message",
+                    },
+                    "k": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": MAX_K,
+                        "description": "how many excerpts to return (default 5)",
+                    },
                 },
                 "required": ["query"],
                 "additionalProperties": False,

@@ -83,7 +83,7 @@ _TERM = re.compile(r"[^\W_]+")  # what FTS5's unicode61 tokenizer calls a token:
 class _Row(NamedTuple):
     """One message of a compaction, ready to insert."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # the field is named as the column; tuple.index is not used
     role: str
     replaced: bool
     json: str
@@ -224,8 +224,9 @@ class Archive:
     ``.jsonl`` path: the ``.sqlite3`` beside it, importing that JSONL once). ``create=False``: a missing
     archive is an error instead of a new file. Safe to share between threads; one per process and file."""
 
-    def __init__(self, path: str | Path | None = None, *, create: bool = True,
-                 busy_timeout: float = BUSY_TIMEOUT_S) -> None:
+    def __init__(
+        self, path: str | Path | None = None, *, create: bool = True, busy_timeout: float = BUSY_TIMEOUT_S
+    ) -> None:
         given = Path(path) if path is not None else None
         self.path = database_path(path)
         legacy = given if given is not None and given.suffix == ".jsonl" and given.is_file() else None
@@ -238,8 +239,7 @@ class Archive:
                 raise ArchiveError(f"{self.path}: cannot create the archive ({err.strerror})") from None
         self._lock = threading.Lock()
         try:
-            self._conn = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None,
-                                         check_same_thread=False)
+            self._conn = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as err:
             raise ArchiveError(f"{self.path}: cannot open the archive ({err})") from None
         try:
@@ -289,8 +289,9 @@ class Archive:
             elif app != APPLICATION_ID:
                 raise ArchiveError(f"{self.path}: a SQLite database of another application, not an archive")
             elif version != SCHEMA_VERSION:
-                raise ArchiveError(f"{self.path}: archive schema version {version}; this version reads "
-                                   f"{SCHEMA_VERSION}")
+                raise ArchiveError(
+                    f"{self.path}: archive schema version {version}; this version reads {SCHEMA_VERSION}"
+                )
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._conn)
@@ -330,15 +331,25 @@ class Archive:
                 number = self._next_number(session)
                 self._conn.execute(
                     "INSERT INTO compactions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (session, number, _now(), reason, tokens_before, tokens_after, summary_json, head, cut,
-                     len(history)))
+                    (
+                        session,
+                        number,
+                        _now(),
+                        reason,
+                        tokens_before,
+                        tokens_after,
+                        summary_json,
+                        head,
+                        cut,
+                        len(history),
+                    ),
+                )
                 self._insert_messages(session, number, rows)
         except sqlite3.Error as err:
             raise ArchiveError(f"{self.path}: could not archive the compaction ({err}); nothing was written") from None
         return number
 
-    def _message_row(self, message: Any, index: int, replaced: bool,
-                     source: str = "<messages>") -> _Row:
+    def _message_row(self, message: Any, index: int, replaced: bool, source: str = "<messages>") -> _Row:
         text = message_json(message)
         raw = json.loads(text)
         parsed = parse_message(raw, index=index, source=source)
@@ -360,12 +371,15 @@ class Archive:
             text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", row.json)
             digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
             c.execute("INSERT OR IGNORE INTO contents VALUES (?, ?)", (digest, text))
-            rowid = c.execute("INSERT INTO messages (session, compaction, idx, role, replaced, hash) VALUES "
-                              "(?, ?, ?, ?, ?, ?)", (session, number, row.index, row.role, int(row.replaced),
-                                                     digest)).lastrowid
+            rowid = c.execute(
+                "INSERT INTO messages (session, compaction, idx, role, replaced, hash) VALUES (?, ?, ?, ?, ?, ?)",
+                (session, number, row.index, row.role, int(row.replaced), digest),
+            ).lastrowid
             if row.search is not None:
-                c.execute("INSERT INTO message_text (rowid, text) VALUES (?, ?)",
-                          (rowid, _LONE_SURROGATE.sub("\ufffd", row.search)))
+                c.execute(
+                    "INSERT INTO message_text (rowid, text) VALUES (?, ?)",
+                    (rowid, _LONE_SURROGATE.sub("\ufffd", row.search)),
+                )
 
     # ---------------------------------------------------------------------------------------------- reading
 
@@ -375,11 +389,14 @@ class Archive:
 
     def compactions(self, session: str | None = None) -> list[CompactionRecord]:
         """Every compaction (of ``session``), oldest first."""
-        sql = ("SELECT session, number, created_at, reason, tokens_before, tokens_after, summary, head, cut, "
-               "history FROM compactions") + (" WHERE session = ?" if session is not None else "")
+        sql = (
+            "SELECT session, number, created_at, reason, tokens_before, tokens_after, summary, head, cut, "
+            "history FROM compactions"
+        ) + (" WHERE session = ?" if session is not None else "")
         with self._lock:
-            rows = self._conn.execute(sql + " ORDER BY created_at, session, number",
-                                      () if session is None else (session,)).fetchall()
+            rows = self._conn.execute(
+                sql + " ORDER BY created_at, session, number", () if session is None else (session,)
+            ).fetchall()
         keys = list(CompactionRecord.model_fields)
         return [CompactionRecord(**dict(zip(keys, r))) for r in rows]
 
@@ -397,8 +414,11 @@ class Archive:
         with self._lock:
             rows = self._conn.execute(
                 "SELECT m.idx, c.json FROM messages m JOIN contents c ON c.hash = m.hash "
-                "WHERE m.session = ? AND m.compaction = ?" + (" AND m.replaced" if replaced_only else "")
-                + " ORDER BY m.idx", (record.session, record.compaction)).fetchall()
+                "WHERE m.session = ? AND m.compaction = ?"
+                + (" AND m.replaced" if replaced_only else "")
+                + " ORDER BY m.idx",
+                (record.session, record.compaction),
+            ).fetchall()
         return [(i, json.loads(text)) for i, text in rows]
 
     def restore(self, compaction: int, session: str | None = None) -> list[Any]:
@@ -406,8 +426,10 @@ class Archive:
         only one session has that number): the same messages, as JSON (a ``Message`` comes back as a dict)."""
         record = self._record(compaction, session)
         if record.history is None:
-            raise ArchiveError(f"{self.path}: compaction {compaction} of session {record.session!r} was imported "
-                               "from JSONL, which holds only the replaced messages: it cannot be restored")
+            raise ArchiveError(
+                f"{self.path}: compaction {compaction} of session {record.session!r} was imported "
+                "from JSONL, which holds only the replaced messages: it cannot be restored"
+            )
         messages = self._messages(record, replaced_only=False)
         if [i for i, _ in messages] != list(range(record.history)):
             raise ArchiveError(f"{self.path}: compaction {compaction} of session {record.session!r} is incomplete")
@@ -417,8 +439,9 @@ class Archive:
         """(index, message) of the messages compaction ``compaction`` replaced by its summary."""
         return self._messages(self._record(compaction, session), replaced_only=True)
 
-    def recall(self, query: str, k: int = 5, session: str | None = None, *,
-               snippet_chars: int = SNIPPET_CHARS) -> list[RecallHit]:
+    def recall(
+        self, query: str, k: int = 5, session: str | None = None, *, snippet_chars: int = SNIPPET_CHARS
+    ) -> list[RecallHit]:
         """The ``k`` archived messages (of ``session``) that best match ``query`` (BM25), best first, each with a
         redacted snippet around the match. Any text is a valid query; one without letters or digits finds
         nothing."""
@@ -427,17 +450,24 @@ class Archive:
         match = fts_query(query)
         if not match:
             return []
-        sql = ("SELECT m.session, m.compaction, m.idx, m.role, t.text, bm25(message_text) AS rank "
-               "FROM message_text t JOIN messages m ON m.id = t.rowid WHERE message_text MATCH ?"
-               + (" AND m.session = ?" if session is not None else "") + " ORDER BY rank, m.id LIMIT ?")
+        sql = (
+            "SELECT m.session, m.compaction, m.idx, m.role, t.text, bm25(message_text) AS rank "
+            "FROM message_text t JOIN messages m ON m.id = t.rowid WHERE message_text MATCH ?"
+            + (" AND m.session = ?" if session is not None else "")
+            + " ORDER BY rank, m.id LIMIT ?"
+        )
         params = (match, session, k) if session is not None else (match, k)
         with self._lock:
             try:
                 rows = self._conn.execute(sql, params).fetchall()
             except sqlite3.Error as err:
                 raise ArchiveError(f"{self.path}: recall failed ({err})") from None
-        return [RecallHit(session=s, compaction=n, index=i, role=role, snippet=snippet(text, query, snippet_chars),
-                          score=-rank) for s, n, i, role, text, rank in rows]
+        return [
+            RecallHit(
+                session=s, compaction=n, index=i, role=role, snippet=snippet(text, query, snippet_chars), score=-rank
+            )
+            for s, n, i, role, text, rank in rows
+        ]
 
     # ---------------------------------------------------------------------------------------- JSONL in and out
 
@@ -469,8 +499,10 @@ class Archive:
                     number = self._next_number(session, source)
                     indices = [i for i, _ in messages]
                     head, cut = (min(indices), max(indices) + 1) if indices else (0, 0)
-                    self._conn.execute("INSERT INTO compactions VALUES (?, ?, ?, ?, NULL, NULL, ?, ?, ?, NULL)",
-                                       (session, number, _now(), f"imported from {path.name}", summary, head, cut))
+                    self._conn.execute(
+                        "INSERT INTO compactions VALUES (?, ?, ?, ?, NULL, NULL, ?, ?, ?, NULL)",
+                        (session, number, _now(), f"imported from {path.name}", summary, head, cut),
+                    )
                     self._insert_messages(session, number, group_rows)
                 self._next_number(session, source)  # an empty file still records its session
         except sqlite3.Error as err:
@@ -489,10 +521,12 @@ class Archive:
             raise ArchiveError(f"{self.path}: no session {session!r}")
         for record in self.compactions(session) if session is not None else []:
             for index, message in self._messages(record, replaced_only=True):
-                yield json.dumps({"compaction": record.compaction, "index": index, "message": message},
-                                 ensure_ascii=False)
-            yield json.dumps({"compaction": record.compaction, "summary": json.loads(record.summary)},
-                             ensure_ascii=False)
+                yield json.dumps(
+                    {"compaction": record.compaction, "index": index, "message": message}, ensure_ascii=False
+                )
+            yield json.dumps(
+                {"compaction": record.compaction, "summary": json.loads(record.summary)}, ensure_ascii=False
+            )
 
 
 class _Transaction:
@@ -522,10 +556,16 @@ def _jsonl_groups(data: bytes, source: str) -> Iterator[tuple[list[tuple[int, An
         if not line.strip():
             continue
         record = parse_json(line, f"{source} (line {number})")
-        if not isinstance(record, dict) or "compaction" not in record or ("message" not in record
-                                                                           and "summary" not in record):
-            raise InputError('expected {"compaction", "index", "message"} or {"compaction", "summary"}',
-                             source=source, position=f"line {number}")
+        if (
+            not isinstance(record, dict)
+            or "compaction" not in record
+            or ("message" not in record and "summary" not in record)
+        ):
+            raise InputError(
+                'expected {"compaction", "index", "message"} or {"compaction", "summary"}',
+                source=source,
+                position=f"line {number}",
+            )
         if messages and record["compaction"] != current:
             yield messages, "{}"  # a run without its summary line
             messages = []
@@ -534,8 +574,11 @@ def _jsonl_groups(data: bytes, source: str) -> Iterator[tuple[list[tuple[int, An
             yield messages, json.dumps(record["summary"], ensure_ascii=False, separators=(",", ":"))
             messages, current = [], None
         elif not isinstance(record.get("index"), int) or not isinstance(record["message"], dict):
-            raise InputError("a message line needs an integer 'index' and an object 'message'", source=source,
-                             position=f"line {number}")
+            raise InputError(
+                "a message line needs an integer 'index' and an object 'message'",
+                source=source,
+                position=f"line {number}",
+            )
         else:
             messages.append((record["index"], record["message"]))
     if messages:

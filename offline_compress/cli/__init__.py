@@ -34,11 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="offline-compress", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    from .history_commands import add_history_parsers
     from .archive import add_archive_parsers
     from .batch import add_batch_parser
     from .contradictions import add_contradictions_parser
     from .download import add_download_parser
+    from .history_commands import add_history_parsers
 
     add_history_parsers(sub)
     add_batch_parser(sub)

@@ -18,12 +18,17 @@ def _show_text(records: Sequence[CompactionRecord]) -> str:
         return "no compactions"
     blocks = []
     for r in records:
-        tokens = (f"{r.tokens_before} -> {r.tokens_after} tokens" if r.tokens_before is not None
-                  else "tokens not recorded")
-        kept = f"messages {r.head}..{r.cut - 1} of {r.history} replaced" if r.history is not None else \
-            f"messages {r.head}..{r.cut - 1} replaced (imported; not restorable)"
-        blocks.append(f"session {r.session}  compaction {r.compaction}  {r.created_at}  {r.reason}  {tokens}  "
-                      f"{kept}\n{r.summary}")
+        tokens = (
+            f"{r.tokens_before} -> {r.tokens_after} tokens" if r.tokens_before is not None else "tokens not recorded"
+        )
+        kept = (
+            f"messages {r.head}..{r.cut - 1} of {r.history} replaced"
+            if r.history is not None
+            else f"messages {r.head}..{r.cut - 1} replaced (imported; not restorable)"
+        )
+        blocks.append(
+            f"session {r.session}  compaction {r.compaction}  {r.created_at}  {r.reason}  {tokens}  {kept}\n{r.summary}"
+        )
     return "\n\n".join(blocks)
 
 
@@ -79,8 +84,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     with Archive(args.archive) as archive:
         session = archive.import_jsonl(args.jsonl, session=args.session)
         count = len(archive.compactions(session))
-    print(f"offline-compress: {args.jsonl}: {count} compactions in session {session} of {archive.path}",
-          file=sys.stderr)
+    print(
+        f"offline-compress: {args.jsonl}: {count} compactions in session {session} of {archive.path}", file=sys.stderr
+    )
     return 0
 
 

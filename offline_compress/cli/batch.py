@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
 from ..batch import plan, run_local, run_ray
+from ..errors import InputError
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -34,11 +34,19 @@ def cmd_batch(args: argparse.Namespace) -> int:
     threads = args.threads
     if threads is None and args.ray and args.workers > 1:  # each worker gets its share of the cores
         threads = max(1, (os.cpu_count() or 1) // args.workers)
-    stage_args = {"model": model, "keep_last": args.keep_last, "max_tokens": args.max_tokens,
-                  "n_threads": threads, "fmt": args.format}
-    print(f"offline-compress: batch: {len(todo) + len(skipped)} files, {len(skipped)} skipped (output newer than "
-          f"input), {len(todo)} to compress{' on Ray, ' + str(args.workers) + ' workers' if args.ray else ''}",
-          file=sys.stderr, flush=True)
+    stage_args = {
+        "model": model,
+        "keep_last": args.keep_last,
+        "max_tokens": args.max_tokens,
+        "n_threads": threads,
+        "fmt": args.format,
+    }
+    print(
+        f"offline-compress: batch: {len(todo) + len(skipped)} files, {len(skipped)} skipped (output newer than "
+        f"input), {len(todo)} to compress{' on Ray, ' + str(args.workers) + ' workers' if args.ray else ''}",
+        file=sys.stderr,
+        flush=True,
+    )
     start = time.perf_counter()
     done = failed = 0
     outcomes = run_ray(todo, stage_args, args.workers) if args.ray else run_local(todo, stage_args)
@@ -52,8 +60,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
             bar.update(1)
     elapsed = time.perf_counter() - start
     rate = f"{done / elapsed * 60:.1f} files/min" if done and elapsed > 0 else "no files compressed"
-    print(f"offline-compress: batch: {done} compressed, {len(skipped)} skipped, {failed} failed in {elapsed:.1f} s "
-          f"({rate})", file=sys.stderr, flush=True)
+    print(
+        f"offline-compress: batch: {done} compressed, {len(skipped)} skipped, {failed} failed in {elapsed:.1f} s "
+        f"({rate})",
+        file=sys.stderr,
+        flush=True,
+    )
     return 2 if failed else 0
 
 
@@ -62,13 +74,20 @@ def add_batch_parser(subparsers: Any) -> None:
     p.add_argument("inputs", nargs="+", help="history files, or folders to walk for them")
     p.add_argument("--out", required=True, help="folder for the <name>.summary.json outputs")
     p.add_argument("--format", default="auto", help="input format (as for compress; default auto)")
-    p.add_argument("--model", help="add a model draft: 'default' (the embedded Gemma), a manifest name or a .gguf path "
-                                   "(default: none, extractive)")
+    p.add_argument(
+        "--model",
+        help="add a model draft: 'default' (the embedded Gemma), a manifest name or a .gguf path "
+        "(default: none, extractive)",
+    )
     p.add_argument("--no-model", action="store_true", help="extractive only (the default; kept for scripts)")
     p.add_argument("--keep-last", type=int, default=5, help="messages kept out of each summary (default 5)")
     p.add_argument("--max-tokens", type=int, default=2048, help="output token budget of the model (default 2048)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="llama.cpp threads per worker (default: the cores available, shared among --workers)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="llama.cpp threads per worker (default: the cores available, shared among --workers)",
+    )
     p.add_argument("--ray", action="store_true", help="run on Ray Data (a local Ray unless one is initialised)")
     p.add_argument("--workers", type=int, default=1, help="Ray workers, each with its own model (default 1)")
     p.set_defaults(func=cmd_batch)

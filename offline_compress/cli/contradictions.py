@@ -52,9 +52,12 @@ def add_contradictions_parser(subparsers: Any) -> argparse.ArgumentParser:
         "({file, contradictions, unchecked}); --json prints one indented JSON array instead.",
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="history files (any supported format; - for stdin)")
-    p.add_argument("--format", default="auto", help="auto (default), openai, mini-swe-agent, swe-agent, openhands, aider")
+    p.add_argument(
+        "--format", default="auto", help="auto (default), openai, mini-swe-agent, swe-agent, openhands, aider"
+    )
     p.add_argument("--json", action="store_true", help="one indented JSON array of all files instead of JSON lines")
     p.set_defaults(func=cmd_contradictions)
     return p
+
 
 __all__ = ["add_contradictions_parser", "cmd_contradictions"]

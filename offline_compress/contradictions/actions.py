@@ -29,8 +29,17 @@ class _Action:
     output: str | None  # the result the agent saw, when the history holds it
 
 
-_EDITOR_WRITES = {"create": "create", "write": "create", "str_replace": "modify", "insert": "modify",
-                  "undo_edit": "modify", "edit": "modify", "append": "modify", "replace": "modify", "overwrite": "create"}
+_EDITOR_WRITES = {
+    "create": "create",
+    "write": "create",
+    "str_replace": "modify",
+    "insert": "modify",
+    "undo_edit": "modify",
+    "edit": "modify",
+    "append": "modify",
+    "replace": "modify",
+    "overwrite": "create",
+}
 _EDITOR_READS = frozenset({"view", "read", "open"})
 _WRITE_NAME = re.compile(r"write|create|edit|replace|insert|append|patch")
 _DELETE_NAME = re.compile(r"delete|remove")
@@ -79,7 +88,11 @@ def _call_ops(name: str, arguments: str, ctx: _Ctx, evidence: str) -> list[_Op]:
             ctx.open_file = p
         return []  # view / read / open
     # SWE-agent function calling: edit/insert act on the open file, create names its file
-    if lname in ("edit", "insert", "append") and ctx.open_file and ("search" in args or "text" in args or "replace" in args):
+    if (
+        lname in ("edit", "insert", "append")
+        and ctx.open_file
+        and ("search" in args or "text" in args or "replace" in args)
+    ):
         text = args.get("replace") or args.get("text")
         ops = [_Op("write", (ctx.open_file,), evidence, None, "modify")]
         if isinstance(text, str):
@@ -121,8 +134,21 @@ def _text_command_ops(command: str, ctx: _Ctx) -> list[_Op]:
         return [_Op("write", (ctx.open_file,), ev, None, "modify"), *_content_ops(m.group("body"), ev)]
     first = command.strip().split(None, 1)
     head = first[0] if first else ""
-    if head in ("create", "open", "str_replace_editor", "insert", "append", "goto", "scroll_up", "scroll_down",
-                "search_file", "search_dir", "find_file", "submit", "view"):
+    if head in (
+        "create",
+        "open",
+        "str_replace_editor",
+        "insert",
+        "append",
+        "goto",
+        "scroll_up",
+        "scroll_down",
+        "search_file",
+        "search_dir",
+        "find_file",
+        "submit",
+        "view",
+    ):
         cmds = parse_shell(command.split("\n", 1)[0] if head != "str_replace_editor" else command)
         words = cmds[0].words if cmds else []
         ev = _clip(command.split("\n", 1)[0])
@@ -203,7 +229,7 @@ def actions(messages: list[Message]) -> list[_Action]:
             continue  # mini-swe-agent runs nothing when a reply holds several blocks (a format error follows)
         ctx = _Ctx("", files)  # text actions (mini-swe-agent) run each in a fresh subshell
         ops = []
-        for block in blocks:
-            ops.extend(_text_command_ops(block, ctx))
+        for text in blocks:
+            ops.extend(_text_command_ops(text, ctx))
         out.append(_Action(i, ops, output))
     return out

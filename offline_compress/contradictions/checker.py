@@ -58,8 +58,10 @@ class _Checker:
         out = []
         for r in self._active("protected-path", step):
             t = r.targets[0]
-            if (t == "tests" and is_test_path(key)) or (t == "config" and is_config_path(key)) or (
-                t not in ("tests", "config") and (_under(key, t) or posixpath.basename(key) == t)
+            if (
+                (t == "tests" and is_test_path(key))
+                or (t == "config" and is_config_path(key))
+                or (t not in ("tests", "config") and (_under(key, t) or posixpath.basename(key) == t))
             ):
                 out.append(r)
         for r in self._active("only-under", step):
@@ -92,12 +94,20 @@ class _Checker:
         missing = _missing_paths(action.output)
         for op in action.ops:
             kind = op.kind
-            if missing and kind in ("write", "delete", "copy", "move", "touch", "revert") and any(
-                _same_file(p, m) for p in op.paths for m in missing
+            if (
+                missing
+                and kind in ("write", "delete", "copy", "move", "touch", "revert")
+                and any(_same_file(p, m) for p in op.paths for m in missing)
             ):
                 # the command said the file was not there: it did nothing to it
-                op = _Op(kind, tuple(p for p in op.paths if not any(_same_file(p, m) for m in missing)),
-                         op.evidence, op.content, op.mode, op.extra)
+                op = _Op(
+                    kind,
+                    tuple(p for p in op.paths if not any(_same_file(p, m) for m in missing)),
+                    op.evidence,
+                    op.content,
+                    op.mode,
+                    op.extra,
+                )
                 if kind in ("copy", "move") and len(op.paths) < 2:
                     continue
             if kind == "write":
@@ -327,8 +337,14 @@ class _Checker:
         for h, key in self.written_uses:
             self.hits[h].final = self.tree.differs(key)
         return [
-            Contradiction(rule=h.rule.name, constraint=h.rule.constraint, step=h.step, evidence=h.evidence,
-                          final=h.final, target=h.target)
+            Contradiction(
+                rule=h.rule.name,
+                constraint=h.rule.constraint,
+                step=h.step,
+                evidence=h.evidence,
+                final=h.final,
+                target=h.target,
+            )
             for h in self.hits
         ]
 

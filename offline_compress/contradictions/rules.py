@@ -54,12 +54,35 @@ _JS_EXT = r"(?:js|jsx|ts|tsx|mjs|cjs)"
 _TEST_NAME = re.compile(
     rf"\A(?:test_.*\.py|.*_test\.py|tests\.py|conftest\.py|.*_test\.go|.*\.test\.{_JS_EXT}|.*\.spec\.{_JS_EXT})\Z"
 )
-_CONFIG_NAMES = frozenset({
-    "pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "pytest.ini", "noxfile.py", ".coveragerc", ".flake8",
-    "mypy.ini", ".pylintrc", "pylintrc", ".isort.cfg", ".pre-commit-config.yaml", ".editorconfig", "MANIFEST.in",
-    "Pipfile", "Pipfile.lock", "poetry.lock", "environment.yml", "package.json", "package-lock.json", "yarn.lock",
-    "tsconfig.json", "Cargo.toml", "go.mod",
-})
+_CONFIG_NAMES = frozenset(
+    {
+        "pyproject.toml",
+        "setup.cfg",
+        "setup.py",
+        "tox.ini",
+        "pytest.ini",
+        "noxfile.py",
+        ".coveragerc",
+        ".flake8",
+        "mypy.ini",
+        ".pylintrc",
+        "pylintrc",
+        ".isort.cfg",
+        ".pre-commit-config.yaml",
+        ".editorconfig",
+        "MANIFEST.in",
+        "Pipfile",
+        "Pipfile.lock",
+        "poetry.lock",
+        "environment.yml",
+        "package.json",
+        "package-lock.json",
+        "yarn.lock",
+        "tsconfig.json",
+        "Cargo.toml",
+        "go.mod",
+    }
+)
 _REQUIREMENTS = re.compile(r"\Arequirements[\w.-]*\.txt\Z")
 
 
@@ -133,8 +156,11 @@ def _runs_text_actions(messages: list[Message]) -> bool:
 def genuine_indices(messages: list[Message]) -> list[int]:
     """Indices of the messages whose text is the user's or the operator's own: system and developer messages, and
     user messages that are not tool output (``history.conventions``, the one definition the compressor uses too)."""
-    return [i for i, m in enumerate(messages)
-            if m.role in ("system", "developer") or (m.role == "user" and not is_tool_output(messages, i))]
+    return [
+        i
+        for i, m in enumerate(messages)
+        if m.role in ("system", "developer") or (m.role == "user" and not is_tool_output(messages, i))
+    ]
 
 
 # ------------------------------------------------------------------------------------- constraint parsing
@@ -180,7 +206,10 @@ _ONLY_UNDER = [
 ]
 _NO_INSTALL = [
     re.compile(rf"\b{_NEG}\s+(?:to\s+)?(?:install|installing)\b(?P<obj>[^.;!\n]*)", re.I),
-    re.compile(rf"\b{_NEG}\s+(?:to\s+)?(?:add|adding)\s+(?P<obj>(?:any\s+|new\s+|other\s+|extra\s+|additional\s+|more\s+)*(?:packages|dependencies|libraries)\b[^.;!\n]*)", re.I),
+    re.compile(
+        rf"\b{_NEG}\s+(?:to\s+)?(?:add|adding)\s+(?P<obj>(?:any\s+|new\s+|other\s+|extra\s+|additional\s+|more\s+)*(?:packages|dependencies|libraries)\b[^.;!\n]*)",
+        re.I,
+    ),
     re.compile(r"\bno\s+(?:new|additional|extra|other|more)\s+(?:packages|dependencies|libraries)\b(?P<obj>)", re.I),
     re.compile(r"\bwithout\s+installing\b(?P<obj>[^.;!\n]*)", re.I),
 ]
@@ -195,17 +224,59 @@ _PUSH_TARGET = re.compile(r"\b(?:to|into|on|onto)\s+(?:the\s+)?`?(?P<b>[\w./-]+)
 _REMOTE_WORDS = frozenset({"remote", "origin", "upstream", "github", "repo", "repository", "server", "remotes"})
 _DEFAULT_BRANCHES = ("main", "master")
 _FORBID = [
-    re.compile(r"\buse\s+(?P<x>`[^`]+`|[\w.-]+)\s*,?\s+(?:not|instead\s+of|rather\s+than)\s+(?P<y>`[^`]+`|[\w.-]+)(?P<rest>.*)", re.I),
+    re.compile(
+        r"\buse\s+(?P<x>`[^`]+`|[\w.-]+)\s*,?\s+(?:not|instead\s+of|rather\s+than)\s+(?P<y>`[^`]+`|[\w.-]+)(?P<rest>.*)",
+        re.I,
+    ),
     re.compile(r"\bprefer\s+(?P<x>`[^`]+`|[\w.-]+)\s+(?:over|to)\s+(?P<y>`[^`]+`|[\w.-]+)(?P<rest>.*)", re.I),
     re.compile(rf"\b{_NEG}\s+(?:to\s+)?(?:use|using)\s+(?:the\s+)?(?P<y>`[^`]+`|--?[\w-]+|[\w.-]+)(?P<rest>.*)", re.I),
     re.compile(r"\bwithout\s+using\s+(?:the\s+)?(?P<y>`[^`]+`|--?[\w-]+|[\w.-]+)(?P<rest>.*)", re.I),
 ]
 _FORBID_NAME = re.compile(r"\A(?:--?[A-Za-z][\w-]*|[A-Za-z_][\w.-]*)\Z")
-_FORBID_STOP = frozenset({
-    "a", "an", "the", "any", "it", "this", "that", "these", "those", "them", "more", "other", "new", "multiple",
-    "interactive", "your", "my", "our", "their", "its", "such", "same", "different", "one", "two", "all", "each",
-    "every", "some", "no", "only", "just", "too", "much", "many", "so", "very", "external", "additional", "extra",
-})
+_FORBID_STOP = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "any",
+        "it",
+        "this",
+        "that",
+        "these",
+        "those",
+        "them",
+        "more",
+        "other",
+        "new",
+        "multiple",
+        "interactive",
+        "your",
+        "my",
+        "our",
+        "their",
+        "its",
+        "such",
+        "same",
+        "different",
+        "one",
+        "two",
+        "all",
+        "each",
+        "every",
+        "some",
+        "no",
+        "only",
+        "just",
+        "too",
+        "much",
+        "many",
+        "so",
+        "very",
+        "external",
+        "additional",
+        "extra",
+    }
+)
 _FORBID_REST = re.compile(
     r"\A\s*(?:$|[.,;:)!?]|(?:in|for|when|anywhere|at|here|there|to|because|as|since|and|or|but|unless|while|"
     r"with|anymore|again|inside|within|please|instead|library|package|module|command|flag|option|tool)\b)",
@@ -314,18 +385,16 @@ def _rule_specs(sentence: str) -> list[tuple[RuleKind, tuple[str, ...], int]]:
             if _ALL_PACKAGES.search(obj) or not obj.strip():
                 specs.append(("no-install", (), 0))
             else:
-                names = [
-                    _unquote_name(t) for t in re.split(r"\s*(?:,|\band\b|\bor\b|\s)\s*", obj.strip()) if t.strip()
-                ]
+                names = [_unquote_name(t) for t in re.split(r"\s*(?:,|\band\b|\bor\b|\s)\s*", obj.strip()) if t.strip()]
                 names = [n for n in names if _FORBID_NAME.match(n) and n.lower() not in _FORBID_STOP]
                 if names:
                     specs.append(("no-install", tuple(sorted(set(_norm_pkg(n) for n in names))), 0))
             break
     m = _NO_PUSH.search(sentence)
     if m:
-        branches = []
-        for t in _PUSH_TARGET.finditer(m.group("obj")):
-            b = _unquote_name(t.group("b"))
+        branches: list[str] = []
+        for target in _PUSH_TARGET.finditer(m.group("obj")):
+            b = _unquote_name(target.group("b"))
             if b.lower() in _REMOTE_WORDS:
                 continue
             branches.extend(_DEFAULT_BRANCHES if b in _DEFAULT_BRANCHES else [b])
@@ -363,8 +432,13 @@ def derive_rules(candidates: Iterable[tuple[str, int | None]]) -> tuple[list[Rul
                 continue
             for kind, targets, priority in specs:
                 name = _rule_name(kind, targets)
-                rule = Rule(name=name, kind=kind, constraint=_clip(sentence, CONSTRAINT_LIMIT),
-                            message_index=index, targets=targets)
+                rule = Rule(
+                    name=name,
+                    kind=kind,
+                    constraint=_clip(sentence, CONSTRAINT_LIMIT),
+                    message_index=index,
+                    targets=targets,
+                )
                 order += 1
                 if name not in found or (priority, order) < found[name][:2]:
                     found[name] = (priority, order, rule)

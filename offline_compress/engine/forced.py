@@ -51,9 +51,10 @@ import threading
 import time
 import warnings
 from collections import deque
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -100,14 +101,14 @@ def _build_kernel() -> Any:
         return _masked_argmax_numpy, _penalised_argmax_numpy
 
     @numba.njit(nogil=True, cache=True, inline="always")
-    def penalise(v, count, penalty):  # type: ignore[no-untyped-def]
+    def penalise(v, count, penalty):
         """llama.cpp's repetition penalty of one logit (float32 in, float32 out)."""
         if count > 0:
             return v * penalty if v <= np.float32(0.0) else v / penalty
         return v
 
     @numba.njit(nogil=True, cache=True)
-    def masked_argmax(logits, words, counts, penalty, n_vocab):  # type: ignore[no-untyped-def]
+    def masked_argmax(logits, words, counts, penalty, n_vocab):
         best = -1
         best_v = np.float32(0.0)
         for w in range(words.shape[0]):
@@ -127,7 +128,7 @@ def _build_kernel() -> Any:
         return best
 
     @numba.njit(nogil=True, cache=True)
-    def penalised_argmax(logits, counts, penalty, n_vocab):  # type: ignore[no-untyped-def]
+    def penalised_argmax(logits, counts, penalty, n_vocab):
         best = 0
         best_v = np.float32(-np.inf)
         for i in range(n_vocab):

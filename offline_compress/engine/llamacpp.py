@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import BackendError
-from .threads import default_threads, threads_now
 from .base import Generation
+from .threads import default_threads, threads_now
 
 Decoder = Literal["outlines", "forced"]
 
@@ -151,7 +151,9 @@ class LlamaCppBackend:
     def _prompt(self, prefix: str, suffix: str, max_tokens: int) -> list[int]:
         prompt = self.tokenize(prefix + suffix, add_bos=True)
         if len(prompt) + max_tokens > self.n_ctx:
-            raise BackendError(f"prompt of {len(prompt)} tokens + {max_tokens} output tokens exceeds n_ctx={self.n_ctx}")
+            raise BackendError(
+                f"prompt of {len(prompt)} tokens + {max_tokens} output tokens exceeds n_ctx={self.n_ctx}"
+            )
         return prompt
 
     def eval_prompt(self, prefix: str, prompt: list[int]) -> tuple[int, bool]:
@@ -163,7 +165,7 @@ class LlamaCppBackend:
             self.llm.reset()
             self.llm.eval(prompt)
             return 0, False
-        self.llm.eval(prompt[len(prefix_tokens):])
+        self.llm.eval(prompt[len(prefix_tokens) :])
         return len(prefix_tokens), cached
 
     def generate(

@@ -32,7 +32,6 @@ import copy
 import http.client
 import json
 import re
-import socket
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -84,8 +83,12 @@ def gbnf_grammar(schema: dict[str, Any]) -> str:
 def structured_fields(style: str, schema: dict[str, Any]) -> dict[str, Any]:
     """The request fields that ask for ``schema`` in one of the formats (see the module docstring)."""
     if style == "openai":
-        return {"response_format": {"type": "json_schema",
-                                     "json_schema": {"name": SCHEMA_NAME, "schema": schema, "strict": True}}}
+        return {
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": SCHEMA_NAME, "schema": schema, "strict": True},
+            }
+        }
     if style == "vllm":
         return {"structured_outputs": {"json": schema}}
     if style == "llamacpp":
@@ -144,8 +147,11 @@ class OpenAIServerBackend:
         self.n_ctx = n_ctx or self.info.n_ctx or DEFAULT_N_CTX
         self.instruct = False  # chat: the server applies the template; completions: a base model's raw text
         self._styles = list(self._style_order(structured))
-        self._tokenize_path = {"llama.cpp": "/tokenize", "llama-cpp-python": "/extras/tokenize",
-                               "vllm": "/tokenize"}.get(self.info.kind)
+        self._tokenize_path = {
+            "llama.cpp": "/tokenize",
+            "llama-cpp-python": "/extras/tokenize",
+            "vllm": "/tokenize",
+        }.get(self.info.kind)
         self.counting = f"server {self._tokenize_path}" if self._tokenize_path else "local Gemma 3 tokenizer"
         self._count_offset = 0
         self._count_offset = self.count("")  # llama-cpp-python's tokenizer adds BOS: counted once, taken off
@@ -170,7 +176,7 @@ class OpenAIServerBackend:
         try:
             try:
                 conn.connect()
-            except (socket.timeout, TimeoutError) as err:
+            except TimeoutError as err:
                 raise BackendError(f"{url}: no connection within {self.connect_timeout:g} s (connect timeout)") from err
             except ConnectionRefusedError as err:
                 raise BackendError(f"{url}: connection refused (is the server running?)") from err
@@ -181,7 +187,7 @@ class OpenAIServerBackend:
                 conn.request(method, f"{self._root}{path}", body=data, headers=headers)
                 response = conn.getresponse()
                 raw = response.read()
-            except (socket.timeout, TimeoutError) as err:
+            except TimeoutError as err:
                 raise BackendError(f"{url}: no answer within {self.read_timeout:g} s (read timeout)") from err
             except (OSError, http.client.HTTPException) as err:
                 raise BackendError(f"{url}: the connection failed ({type(err).__name__}: {err})") from err
@@ -201,7 +207,9 @@ class OpenAIServerBackend:
         if not 200 <= status < 300:
             raise BackendError(f"{self._origin()}{self._root}{path}: HTTP {status}: {_error_text(payload)}")
         if not isinstance(payload, dict):
-            raise BackendError(f"{self._origin()}{self._root}{path}: the answer is not a JSON object: {str(payload)[:120]!r}")
+            raise BackendError(
+                f"{self._origin()}{self._root}{path}: the answer is not a JSON object: {str(payload)[:120]!r}"
+            )
         return payload
 
     # -- what the server is -----------------------------------------------------------------------------
@@ -228,7 +236,9 @@ class OpenAIServerBackend:
     def _style_order(self, structured: str) -> tuple[str, ...]:
         if structured != "auto":
             return (structured,)
-        first = {"llama.cpp": "llamacpp", "llama-cpp-python": "llamacpp", "vllm": "openai"}.get(self.info.kind, "openai")
+        first = {"llama.cpp": "llamacpp", "llama-cpp-python": "llamacpp", "vllm": "openai"}.get(
+            self.info.kind, "openai"
+        )
         return (first, *(s for s in ("openai", "llamacpp", "vllm") if s != first))
 
     @property
@@ -259,8 +269,9 @@ class OpenAIServerBackend:
         prompt = prefix + suffix
         prompt_tokens = self.count(prompt) + 1  # + BOS
         if prompt_tokens + max_tokens > self.n_ctx:
-            raise BackendError(f"prompt of {prompt_tokens} tokens + {max_tokens} output tokens exceeds the server's "
-                               f"n_ctx={self.n_ctx}")
+            raise BackendError(
+                f"prompt of {prompt_tokens} tokens + {max_tokens} output tokens exceeds the server's n_ctx={self.n_ctx}"
+            )
         sent = bounded_schema(schema)
         body: dict[str, Any] = {"max_tokens": max_tokens, "temperature": 0.0, "seed": 0, "stream": False}
         if self.info.model:

@@ -12,22 +12,41 @@ from .openai_server import STRUCTURED_CHOICES
 
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("model backend")
-    group.add_argument("--backend", choices=("llamacpp", "openai"), default="llamacpp",
-                       help="llamacpp: the model in this process (default); openai: an OpenAI-compatible server "
-                            "(llama.cpp's llama-server, llama-cpp-python's server, vLLM)")
-    group.add_argument("--decoder", choices=("outlines", "forced"), default="outlines",
-                       help="in-process constrained decoder: outlines (Outlines' Generator, default) or forced (the "
-                            "forced-token loop, fastdecode.py: ~10%% less time per compaction on 2 CPU cores)")
+    group.add_argument(
+        "--backend",
+        choices=("llamacpp", "openai"),
+        default="llamacpp",
+        help="llamacpp: the model in this process (default); openai: an OpenAI-compatible server "
+        "(llama.cpp's llama-server, llama-cpp-python's server, vLLM)",
+    )
+    group.add_argument(
+        "--decoder",
+        choices=("outlines", "forced"),
+        default="outlines",
+        help="in-process constrained decoder: outlines (Outlines' Generator, default) or forced (the "
+        "forced-token loop, fastdecode.py: ~10%% less time per compaction on 2 CPU cores)",
+    )
     group.add_argument("--base-url", help="the server's root URL, e.g. http://127.0.0.1:8080 (with --backend openai)")
-    group.add_argument("--api", choices=("chat", "completions"), default="chat",
-                       help="server endpoint: chat (an instruct model; default) or completions (a base model's raw "
-                            "prompt, e.g. the embedded Gemma 270M)")
-    group.add_argument("--structured-outputs", choices=STRUCTURED_CHOICES, default="auto",
-                       help="how the JSON schema is asked for: openai (response_format json_schema), vllm "
-                            "(structured_outputs), llamacpp (a GBNF grammar); auto: by what the server is")
+    group.add_argument(
+        "--api",
+        choices=("chat", "completions"),
+        default="chat",
+        help="server endpoint: chat (an instruct model; default) or completions (a base model's raw "
+        "prompt, e.g. the embedded Gemma 270M)",
+    )
+    group.add_argument(
+        "--structured-outputs",
+        choices=STRUCTURED_CHOICES,
+        default="auto",
+        help="how the JSON schema is asked for: openai (response_format json_schema), vllm "
+        "(structured_outputs), llamacpp (a GBNF grammar); auto: by what the server is",
+    )
     group.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the server's API key")
-    group.add_argument("--n-ctx", type=int, help="context window in tokens (default: 8192 in process; the server's "
-                                                 "own where it says, else 4096)")
+    group.add_argument(
+        "--n-ctx",
+        type=int,
+        help="context window in tokens (default: 8192 in process; the server's own where it says, else 4096)",
+    )
     group.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the server's answer (300)")
     group.add_argument("--connect-timeout", type=float, default=5.0, help="seconds to wait for a connection (5)")
 
@@ -53,6 +72,13 @@ def backend_from_args(args: argparse.Namespace) -> Any:
             raise ValueError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
     from .openai_server import OpenAIServerBackend
 
-    return OpenAIServerBackend(args.base_url, model=args.model, api=args.api, structured=args.structured_outputs,
-                               api_key=api_key, n_ctx=args.n_ctx, connect_timeout=args.connect_timeout,
-                               read_timeout=args.timeout)
+    return OpenAIServerBackend(
+        args.base_url,
+        model=args.model,
+        api=args.api,
+        structured=args.structured_outputs,
+        api_key=api_key,
+        n_ctx=args.n_ctx,
+        connect_timeout=args.connect_timeout,
+        read_timeout=args.timeout,
+    )

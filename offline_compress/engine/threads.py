@@ -44,7 +44,9 @@ def _own_cgroups(proc_cgroup: Path = Path("/proc/self/cgroup")) -> tuple[str | N
     return v2, v1
 
 
-def cgroup_cpu_limit(root: Path = Path("/sys/fs/cgroup"), proc_cgroup: Path = Path("/proc/self/cgroup")) -> float | None:
+def cgroup_cpu_limit(
+    root: Path = Path("/sys/fs/cgroup"), proc_cgroup: Path = Path("/proc/self/cgroup")
+) -> float | None:
     """CPUs granted by a cgroup quota (v2 ``cpu.max`` or v1 ``cpu.cfs_quota_us``), None when unlimited. Looks in
     this process's own cgroup first, then at the root (a container usually sees its cgroup there)."""
     v2, v1 = _own_cgroups(proc_cgroup)
@@ -106,8 +108,9 @@ def busy_fractions(before: Mapping[int, tuple[int, int]], after: Mapping[int, tu
     return out
 
 
-def choose_threads(cores: Iterable[int], busy: Mapping[int, float], limit: int | None = None,
-                   threshold: float = BUSY_THRESHOLD) -> int:
+def choose_threads(
+    cores: Iterable[int], busy: Mapping[int, float], limit: int | None = None, threshold: float = BUSY_THRESHOLD
+) -> int:
     """Threads = usable cores that are not busy with other work now (at least 1, at most ``limit``)."""
     free = sum(1 for c in cores if busy.get(c, 0.0) <= threshold)
     return max(1, min(free, limit or MAX_THREADS, MAX_THREADS))

@@ -22,13 +22,13 @@ Everything here is a pure, deterministic function of the messages; regexes are p
 
 from __future__ import annotations
 
+from ..history.conventions import bash_blocks, is_tool_output
 from .constraints import (
     MAX_CONSTRAINT_CHARS,
     MAX_CONSTRAINTS,
     Constraint,
     extract_constraints,
 )
-from ..history.conventions import bash_blocks, is_tool_output
 from .decisions import ExtractedDecision, extract_decisions
 from .events import ToolEvent, extract_tool_events
 from .facts import Facts, FailedCommand, extract_facts

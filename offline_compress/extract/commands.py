@@ -23,8 +23,13 @@ _READERS = frozenset("cat head tail less more nl wc stat file strings xxd hexdum
 _SEARCHERS = frozenset("grep egrep fgrep rg ag ack".split())
 _PYTHON = re.compile(r"\Apython(?:\d+(?:\.\d+)?)?\Z")
 _TEST_RUNNERS = frozenset("pytest py.test nosetests tox".split())
-_READ_ONLY_TOOLS = _READERS | _SEARCHERS | frozenset(
-    "sed ls find tree open view goto scroll_up scroll_down search_dir search_file find_file str_replace_editor".split()
+_READ_ONLY_TOOLS = (
+    _READERS
+    | _SEARCHERS
+    | frozenset(
+        "sed ls find tree open view goto scroll_up scroll_down search_dir search_file find_file "
+        "str_replace_editor".split()
+    )
 )
 # Options that take a value, per program (so the value is not taken for a path).
 _OPT_VALUES = {
@@ -37,7 +42,9 @@ _OPT_VALUES = {
     "nl": {"-b", "-w", "-s", "-v", "-i", "-n"},
 }
 SWE_EDIT_COMMANDS = frozenset({"edit", "insert", "append"})
-EDITOR_WRITE_COMMANDS = frozenset({"create", "str_replace", "insert", "undo_edit", "write", "append", "edit", "overwrite"})
+EDITOR_WRITE_COMMANDS = frozenset(
+    {"create", "str_replace", "insert", "undo_edit", "write", "append", "edit", "overwrite"}
+)
 
 _PY_WRITE_OPEN = re.compile(
     r"""open\(\s*(?:[rRfFbB]{0,2})(['"])([^'"\n]{1,300})\1\s*,\s*(?:mode\s*=\s*)?(?:[rRbB]{0,2})(['"])(?:[wax]|r\+)[^'"\n]{0,3}\3"""
@@ -46,8 +53,12 @@ _PY_WRITE_OPEN_VAR = re.compile(r"""open\(\s*([A-Za-z_]\w*)\s*,\s*(?:mode\s*=\s*
 _PY_WRITE_PATH = re.compile(r"""Path\(\s*(?:[rRfF]?)(['"])([^'"\n]{1,300})\1\s*\)\s*\.\s*write_(?:text|bytes)""")
 _PY_WRITE_PATH_VAR = re.compile(r"""\b([A-Za-z_]\w*)\s*\.\s*write_(?:text|bytes)\(""")
 _PY_READ_OPEN = re.compile(r"""open\(\s*(?:[rRfF]?)(['"])([^'"\n]{1,300})\1\s*(?:\)|,\s*(?:mode\s*=\s*)?['"]r['"])""")
-_PY_STR_ASSIGN = re.compile(r"""^[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*(?:Path\()?[rRfF]?(['"])([^'"\n]{1,300})\2\)?[ \t]*(?:#.*)?$""", re.M)
-_DIFF_FILE = re.compile(r"^(?:diff --git a/(\S+) b/(\S+)|\+\+\+ (?:b/)?(\S+)|\*\*\* (?:Update|Add|Delete) File: (\S+))", re.M)
+_PY_STR_ASSIGN = re.compile(
+    r"""^[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*(?:Path\()?[rRfF]?(['"])([^'"\n]{1,300})\2\)?[ \t]*(?:#.*)?$""", re.M
+)
+_DIFF_FILE = re.compile(
+    r"^(?:diff --git a/(\S+) b/(\S+)|\+\+\+ (?:b/)?(\S+)|\*\*\* (?:Update|Add|Delete) File: (\S+))", re.M
+)
 _URL = re.compile(r"\A[a-z][a-z0-9+.-]*://\S+\Z", re.I)
 
 
@@ -125,7 +136,9 @@ def diff_files(text: str) -> list[str]:
 class _Analysis:
     __slots__ = ("tool", "target", "reads", "writes", "weight")
 
-    def __init__(self, tool: str, target: str = "", reads: Iterable[str] = (), writes: Iterable[str] = (), weight: int = 2):
+    def __init__(
+        self, tool: str, target: str = "", reads: Iterable[str] = (), writes: Iterable[str] = (), weight: int = 2
+    ):
         self.tool = tool
         self.target = target
         self.reads = [p for p in map(clean_path, reads) if p]
@@ -146,7 +159,13 @@ def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
     redirect_writes = [t for op, t in s.redirs if ">" in op]
     redirect_reads = [t for op, t in s.redirs if op in ("<", "0<")]
     if not words:
-        return _Analysis("sh", redirect_writes[0] if redirect_writes else "", redirect_reads, redirect_writes, 1 if redirect_writes else 0)
+        return _Analysis(
+            "sh",
+            redirect_writes[0] if redirect_writes else "",
+            redirect_reads,
+            redirect_writes,
+            1 if redirect_writes else 0,
+        )
     prog = words[0].rsplit("/", 1)[-1]
     args = words[1:]
     if prog in ("bash", "sh", "zsh") and len(args) >= 2 and args[0] in ("-c", "-lc", "-ec"):
@@ -184,7 +203,12 @@ def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
         return _Analysis(prog, ", ".join(pos), pos + redirect_reads, redirect_writes, weight)
     if prog == "sed":
         pos, opts = _positional(args, "sed")
-        inplace = any(o.startswith("-i") or o.startswith("--in-place") or (o.startswith("-") and not o.startswith("--") and "i" in o[1:]) for o in opts)
+        inplace = any(
+            o.startswith("-i")
+            or o.startswith("--in-place")
+            or (o.startswith("-") and not o.startswith("--") and "i" in o[1:])
+            for o in opts
+        )
         files = pos if ("-e" in opts or "-f" in opts) else pos[1:]
         if inplace:
             return _Analysis("sed", ", ".join(files), (), files, 3)
@@ -208,7 +232,9 @@ def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
         while k < len(args) and not args[k].startswith("-") and args[k] not in ("(", "!"):
             dirs.append(args[k])
             k += 1
-        names = [args[j + 1] for j in range(k, len(args) - 1) if args[j] in ("-name", "-iname", "-path", "-ipath", "-regex")]
+        names = [
+            args[j + 1] for j in range(k, len(args) - 1) if args[j] in ("-name", "-iname", "-path", "-ipath", "-regex")
+        ]
         target = " ".join(names) + (" in " + " ".join(dirs) if dirs and names else " ".join(dirs) if dirs else "")
         return _Analysis("find", target.strip(), (), (), weight)
     if prog in ("ls", "tree", "du"):
@@ -240,7 +266,23 @@ def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
     if prog in ("curl", "wget", "http", "httpie"):
         urls = [a for a in args if _URL.match(a)] or [a for a in args if not a.startswith("-")][:1]
         return _Analysis(prog, urls[0] if urls else "", (), redirect_writes, 2)
-    if prog in ("pip", "pip3", "npm", "yarn", "pnpm", "cargo", "go", "make", "apt-get", "apt", "conda", "uv", "poetry", "docker", "kubectl"):
+    if prog in (
+        "pip",
+        "pip3",
+        "npm",
+        "yarn",
+        "pnpm",
+        "cargo",
+        "go",
+        "make",
+        "apt-get",
+        "apt",
+        "conda",
+        "uv",
+        "poetry",
+        "docker",
+        "kubectl",
+    ):
         pos = [a for a in args if not a.startswith("-")]
         return _Analysis(prog, " ".join(pos[:4]), (), redirect_writes, 2)
     # SWE-agent's text-interface commands.
@@ -280,7 +322,9 @@ def _with_words(s: SimpleCommand, words: list[str]) -> SimpleCommand:
     return t
 
 
-def _analyse_python(prog: str, args: list[str], s: SimpleCommand, state: ShellState, redirect_writes: list[str]) -> _Analysis:
+def _analyse_python(
+    prog: str, args: list[str], s: SimpleCommand, state: ShellState, redirect_writes: list[str]
+) -> _Analysis:
     if args[:1] == ["-m"] and len(args) > 1:
         mod = args[1]
         if mod == "pip":
@@ -356,7 +400,7 @@ class ShellState:
         if not self.cwd or self.cwd == "/":
             return list(paths)
         prefix = self.cwd.rstrip("/") + "/"
-        return [p[len(prefix):] if p.startswith(prefix) and len(p) > len(prefix) else p for p in paths]
+        return [p[len(prefix) :] if p.startswith(prefix) and len(p) > len(prefix) else p for p in paths]
 
 
 def _analyse_command(command: str, state: ShellState) -> list[_Analysis]:
@@ -385,4 +429,3 @@ def summarise_command(command: str, state: ShellState) -> tuple[str, str, list[s
     writes = [p for a in parts for p in a.writes]
     read_only = not writes and all(a.tool in _READ_ONLY_TOOLS or a.weight < 2 for a in parts)
     return main.tool, shorten(main.target), reads, writes, read_only
-

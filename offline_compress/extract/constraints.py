@@ -8,8 +8,8 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from ..history.messages import Message
 from ..history.conventions import as_message_list, first_user_index, is_tool_output
+from ..history.messages import Message
 
 MAX_CONSTRAINTS = 40
 MAX_CONSTRAINT_CHARS = 600
@@ -39,7 +39,9 @@ _STRONG = re.compile(
 )
 # ALL-CAPS runs ("DO NOT MODIFY", "YOU CAN ONLY ENTER ONE COMMAND AT A TIME"); acronyms alone do not count.
 _CAPS_RUN = re.compile(r"\b[A-Z]{2,}(?:[ ’'][A-Z]{1,})+\b")
-_CAPS_IMPERATIVE = re.compile(r"\b(?:DO|DON'T|MUST|NEVER|ONLY|ALWAYS|NOT|CANNOT|NO|EXACTLY|ONE|IMPORTANT|CRITICAL|REQUIRES?)\b")
+_CAPS_IMPERATIVE = re.compile(
+    r"\b(?:DO|DON'T|MUST|NEVER|ONLY|ALWAYS|NOT|CANNOT|NO|EXACTLY|ONE|IMPORTANT|CRITICAL|REQUIRES?)\b"
+)
 _FENCE = re.compile(r"^[ \t]*(?:```|~~~)", re.M)
 _EXAMPLE_TAG = re.compile(r"<(/?)([A-Za-z_]*example[A-Za-z_]*)>", re.I)
 _BULLET = re.compile(r"(?:[-*+•]|\d{1,3}[.)]|[a-z][.)]|#{1,6})[ \t]+")  # used with match(text, pos)
@@ -69,16 +71,16 @@ def _units(text: str) -> Iterable[tuple[int, int]]:
             b -= 1
         if a >= b:
             continue
-        m = _BULLET.match(text, a, b)
-        if m:
-            a = m.end()
+        bullet = _BULLET.match(text, a, b)
+        if bullet:
+            a = bullet.end()
         # Headings/quote markers are not part of the instruction.
         while a < b and text[a] in ">":
             a += 1
             while a < b and text[a] in " \t":
                 a += 1
         if a < b:
-            spans.append((a, b, bool(m), start))
+            spans.append((a, b, bool(bullet), start))
     # A sentence wrapped over lines is one unit: join a line that does not end a sentence with the next
     # line when that one starts in lower case and is not a bullet (the unit then spans the newline).
     k = 0
@@ -196,7 +198,9 @@ def extract_constraints(messages: Sequence[Message], *, limit: int = MAX_CONSTRA
             key = " ".join(unit.split()).casefold()
             if unit and key not in seen:
                 seen.add(key)
-                found.append((0, Constraint(text=unit, message_index=i, role=msg.role, start=text.index(unit), strength=1)))
+                found.append(
+                    (0, Constraint(text=unit, message_index=i, role=msg.role, start=text.index(unit), strength=1))
+                )
     found.sort(key=lambda t: (t[0], t[1].message_index, t[1].start))
     return [c for _, c in found[:limit]]
 

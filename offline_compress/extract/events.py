@@ -9,8 +9,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..history.messages import Message
-from .commands import ShellState, summarise_command
 from ..history.conventions import (
     MINI_FORMAT_ERROR,
     as_message_list,
@@ -18,6 +16,8 @@ from ..history.conventions import (
     is_tool_output,
     text_command,
 )
+from ..history.messages import Message
+from .commands import ShellState, summarise_command
 from .function_calls import SHELL_TOOLS, analyse_function_call
 from .outcomes import Outcome, classify_result
 from .shell import parse_shell
@@ -42,8 +42,16 @@ class ToolEvent(BaseModel):
 
 
 def _event(
-    call_index: int, result_index: int | None, call_id: str | None, tool: str, target: str, command: str,
-    reads: list[str], writes: list[str], read_only: bool, result_text: str | None,
+    call_index: int,
+    result_index: int | None,
+    call_id: str | None,
+    tool: str,
+    target: str,
+    command: str,
+    reads: list[str],
+    writes: list[str],
+    read_only: bool,
+    result_text: str | None,
     shell: bool,
 ) -> ToolEvent:
     outcome: Outcome | None = None
@@ -55,9 +63,17 @@ def _event(
     if outcome == "error" and (not shell or len(parse_shell(command)) <= 1):
         writes = []  # a single edit that failed changed nothing
     return ToolEvent(
-        call_index=call_index, result_index=result_index, call_id=call_id, tool=tool[:64] or "sh", target=target,
-        command=command, outcome=outcome, exit_code=exit_code, error_line=error_line,
-        files_read=tuple(unique(reads)), files_changed=tuple(unique(writes)),
+        call_index=call_index,
+        result_index=result_index,
+        call_id=call_id,
+        tool=tool[:64] or "sh",
+        target=target,
+        command=command,
+        outcome=outcome,
+        exit_code=exit_code,
+        error_line=error_line,
+        files_read=tuple(unique(reads)),
+        files_changed=tuple(unique(writes)),
     )
 
 
@@ -79,30 +95,45 @@ def extract_tool_events(messages: Sequence[Message]) -> list[ToolEvent]:
     for i, msg in enumerate(msgs):
         if msg.role == "assistant" and msg.tool_calls:
             for tc in msg.tool_calls:
-                tool, target, command, reads, writes, ro = analyse_function_call(tc.function.name, tc.function.arguments, state)
+                tool, target, command, reads, writes, ro = analyse_function_call(
+                    tc.function.name, tc.function.arguments, state
+                )
                 reads, writes = state.relative(reads), state.relative(writes)
                 target = state.relative([target])[0]
                 # A shell command line was pulled out of the arguments (or the tool is a shell).
                 shell = command != tc.function.arguments or tc.function.name.lower() in SHELL_TOOLS
                 slot = len(calls)
-                calls.append(dict(call_index=i, call_id=tc.id, tool=tool, target=target, command=command,
-                                  reads=reads, writes=writes, read_only=ro, shell=shell, result=None))
+                calls.append(
+                    dict(
+                        call_index=i,
+                        call_id=tc.id,
+                        tool=tool,
+                        target=target,
+                        command=command,
+                        reads=reads,
+                        writes=writes,
+                        read_only=ro,
+                        shell=shell,
+                        result=None,
+                    )
+                )
                 if tc.id:
                     pending[tc.id] = slot
             continue
         if msg.role == "tool":
-            slot = pending.pop(msg.tool_call_id, None) if msg.tool_call_id else None
-            if slot is None:  # no id: the oldest unanswered call
-                slot = next((k for k, c in enumerate(calls) if c["result"] is None), None)
-                if slot is not None and calls[slot]["call_id"]:
-                    pending.pop(calls[slot]["call_id"], None)
-            if slot is not None and calls[slot]["result"] is None:
-                calls[slot]["result"] = i
+            answers = pending.pop(msg.tool_call_id, None) if msg.tool_call_id else None
+            if answers is None:  # no id: the oldest unanswered call
+                answers = next((k for k, c in enumerate(calls) if c["result"] is None), None)
+                if answers is not None and calls[answers]["call_id"]:
+                    pending.pop(calls[answers]["call_id"], None)
+            if answers is not None and calls[answers]["result"] is None:
+                calls[answers]["result"] = i
             _note_open_file(msg.text, state)
             continue
-        command = text_command(msgs, i)
-        if command is None:
+        text_call = text_command(msgs, i)
+        if text_call is None:
             continue
+        command = text_call
         answered = i + 1 < len(msgs) and is_tool_output(msgs, i + 1)
         result_text = msgs[i + 1].text if answered else None
         if answered and MINI_FORMAT_ERROR.match(result_text or ""):
@@ -112,14 +143,29 @@ def extract_tool_events(messages: Sequence[Message]) -> list[ToolEvent]:
             tool, target, reads, writes, ro = summarise_command(command, state)
             reads, writes = state.relative(reads), state.relative(writes)
             target = state.relative([target])[0]
-        events.append(_event(i, i + 1 if answered else None, None, tool, target, command, reads, writes, ro, result_text, True))
+        events.append(
+            _event(i, i + 1 if answered else None, None, tool, target, command, reads, writes, ro, result_text, True)
+        )
         if result_text:
             _note_open_file(result_text, state)
     for c in calls:
         r = c.pop("result")
         text = msgs[r].text if r is not None else None
-        events.append(_event(c["call_index"], r, c["call_id"], c["tool"], c["target"], c["command"], c["reads"],
-                             c["writes"], c["read_only"], text, c["shell"]))
+        events.append(
+            _event(
+                c["call_index"],
+                r,
+                c["call_id"],
+                c["tool"],
+                c["target"],
+                c["command"],
+                c["reads"],
+                c["writes"],
+                c["read_only"],
+                text,
+                c["shell"],
+            )
+        )
     events.sort(key=lambda e: e.call_index)  # stable: calls of one message keep their order
     return events
 
@@ -127,13 +173,9 @@ def extract_tool_events(messages: Sequence[Message]) -> list[ToolEvent]:
 def _note_open_file(text: str, state: ShellState) -> None:
     """SWE-agent observations end with the open file and the working directory; later calls need both."""
     tail = text[-600:]
-    m = None
-    for m in _OPEN_FILE_LINE.finditer(tail):
-        pass
+    m = next(reversed([*_OPEN_FILE_LINE.finditer(tail)]), None)  # the last match
     if m and m.group(1) != "n/a":
         state.open_file = m.group(1).strip()
-    d = None
-    for d in _CWD_LINE.finditer(tail):
-        pass
+    d = next(reversed([*_CWD_LINE.finditer(tail)]), None)  # the last match
     if d:
         state.cwd = d.group(1).strip()

@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ..history.conventions import as_message_list
 from ..history.messages import Message
 from .constraints import MAX_CONSTRAINTS, Constraint, extract_constraints
-from ..history.conventions import as_message_list
 from .decisions import ExtractedDecision, extract_decisions
 from .events import ToolEvent, extract_tool_events, unique
 from .steps import WorkStep, extract_steps
@@ -62,8 +62,14 @@ def extract_facts(
     msgs = as_message_list(messages)
     events = [e for e in extract_tool_events(msgs) if e.call_index >= start]
     failed = [
-        FailedCommand(approach=e.command if e.command.strip() not in ("", "{}") else f"{e.tool} {e.target}".strip(), reason_failed=e.error_line or "(no output)", call_index=e.call_index,
-                      result_index=e.result_index, tool=e.tool, target=e.target)
+        FailedCommand(
+            approach=e.command if e.command.strip() not in ("", "{}") else f"{e.tool} {e.target}".strip(),
+            reason_failed=e.error_line or "(no output)",
+            call_index=e.call_index,
+            result_index=e.result_index,
+            tool=e.tool,
+            target=e.target,
+        )
         for e in events
         if e.outcome == "error" or (e.outcome == "partial" and e.exit_code not in (None, 0))
     ]

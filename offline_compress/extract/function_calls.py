@@ -21,10 +21,35 @@ SHELL_TOOLS = frozenset(
     "bash shell sh execute_bash execute_command run_command run_shell_command terminal run exec cmd "
     "execute_shell command_line local_shell container.exec".split()
 )
-_PATH_KEYS = ("path", "file_path", "filepath", "filename", "file", "target_file", "absolute_path", "notebook_path", "dir_path", "directory")
+_PATH_KEYS = (
+    "path",
+    "file_path",
+    "filepath",
+    "filename",
+    "file",
+    "target_file",
+    "absolute_path",
+    "notebook_path",
+    "dir_path",
+    "directory",
+)
 _PATTERN_KEYS = ("pattern", "regex", "query", "search_term", "search", "term", "q")
 _READ_TOOL_HINTS = ("read", "view", "open", "cat", "show", "get_file", "load")
-_WRITE_TOOL_HINTS = ("write", "edit", "create", "replace", "insert", "patch", "apply", "delete", "remove", "rename", "move", "save", "append")
+_WRITE_TOOL_HINTS = (
+    "write",
+    "edit",
+    "create",
+    "replace",
+    "insert",
+    "patch",
+    "apply",
+    "delete",
+    "remove",
+    "rename",
+    "move",
+    "save",
+    "append",
+)
 
 
 def _parse_arguments(raw: str) -> dict[str, Any] | None:
@@ -35,7 +60,9 @@ def _parse_arguments(raw: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def analyse_function_call(name: str, raw_args: str, state: ShellState) -> tuple[str, str, str, list[str], list[str], bool]:
+def analyse_function_call(
+    name: str, raw_args: str, state: ShellState
+) -> tuple[str, str, str, list[str], list[str], bool]:
     """(tool, target, command, reads, writes, read_only) of a function call."""
     args = _parse_arguments(raw_args)
     lname = name.lower()
@@ -49,18 +76,27 @@ def analyse_function_call(name: str, raw_args: str, state: ShellState) -> tuple[
     if shell_cmd is not None and lname.startswith("/"):
         shell_cmd = shell_cmd.split(None, 1)[1] if lname in ("/run", "/test") and " " in shell_cmd.strip() else None
         if shell_cmd is None:  # other aider console commands (/add, /undo, ...) act on their arguments
-            return name, shorten(str(args.get("command", ""))[len(name):].strip()), raw_args, [], [], False
+            return name, shorten(str(args.get("command", ""))[len(name) :].strip()), raw_args, [], [], False
     # A shell tool, or a text action turned into a call named after its first word (SWE-agent importer).
-    if shell_cmd is not None and (lname in SHELL_TOOLS or lname.startswith("/") or shell_cmd.split(None, 1)[:1] == [name]):
+    if shell_cmd is not None and (
+        lname in SHELL_TOOLS or lname.startswith("/") or shell_cmd.split(None, 1)[:1] == [name]
+    ):
         tool, target, reads, writes, ro = summarise_command(shell_cmd, state)
         return tool, target, shell_cmd, reads, writes, ro
     path = next((args[k] for k in _PATH_KEYS if isinstance(args.get(k), str) and args[k]), "")
     pattern = next((args[k] for k in _PATTERN_KEYS if isinstance(args.get(k), str) and args[k]), "")
     url = args.get("url") if isinstance(args.get("url"), str) else ""
     sub = args.get("command") if isinstance(args.get("command"), str) else ""
-    reads: list[str] = []
-    writes: list[str] = []
-    patch = next((args[k] for k in ("patch", "diff", "input") if isinstance(args.get(k), str) and ("\n+++ " in args[k] or "*** " in args[k])), None)
+    reads = []
+    writes = []
+    patch = next(
+        (
+            args[k]
+            for k in ("patch", "diff", "input")
+            if isinstance(args.get(k), str) and ("\n+++ " in args[k] or "*** " in args[k])
+        ),
+        None,
+    )
     if patch:
         writes = diff_files(patch)
     if path:

@@ -13,7 +13,9 @@ Outcome = Literal["success", "error", "partial"]
 MAX_ERROR_LINE_CHARS = 300
 
 _TRACEBACK = re.compile(r"^Traceback \(most recent call last\):", re.M)
-_EXC_LINE = re.compile(r"^(?:E\s+)?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning)(?::.*)?$")
+_EXC_LINE = re.compile(
+    r"^(?:E\s+)?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning)(?::.*)?$"
+)
 _SHELL_ERROR = re.compile(
     r"(?:command not found|No such file or directory|Permission denied|cannot access|can't read|"
     r"Is a directory|not a git repository|unrecognized option|invalid option|^usage: |"
@@ -22,9 +24,12 @@ _SHELL_ERROR = re.compile(
     r"did not appear verbatim|^Invalid |does not exist|failed to exactly match|^make: \*\*\* .*Error \d+)",
     re.M,
 )
-_WEAK_ERROR = re.compile(r"(?:did not conform to the edit format|failed to match|^Traceback \(most recent call last\):)", re.M)
+_WEAK_ERROR = re.compile(
+    r"(?:did not conform to the edit format|failed to match|^Traceback \(most recent call last\):)", re.M
+)
 _PYTEST_SUMMARY = re.compile(
-    r"^={2,200} ([^\n]{0,300}?\b(?:passed|failed|error|errors|skipped|xfailed|deselected|no tests ran)\b[^\n]{0,300}?) ={2,200}[ \t]*$",
+    r"^={2,200} ([^\n]{0,300}?\b(?:passed|failed|error|errors|skipped|xfailed|deselected|no tests ran)\b"
+    r"[^\n]{0,300}?) ={2,200}[ \t]*$",
     re.M,
 )
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?)\b")
@@ -43,9 +48,7 @@ def _clip_line(line: str) -> str:
 
 
 def _last_exception_line(text: str) -> str | None:
-    tb = None
-    for tb in _TRACEBACK.finditer(text):
-        pass
+    tb = next(reversed([*_TRACEBACK.finditer(text)]), None)  # the last match
     start = tb.end() if tb else 0
     found = None
     for line in text[start:].splitlines():

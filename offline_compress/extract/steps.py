@@ -93,7 +93,7 @@ def extract_steps(messages: Sequence[Message], events: Sequence[ToolEvent]) -> l
         i = event.call_index
         first_of_message = i not in seen_message
         seen_message.add(i)
-        said, code = "", ()
+        said, code = "", tuple[str, ...]()
         if first_of_message:  # a message with several calls says it once
             named = [s for s in prose_sentences(messages[i].text) if code_names(s)]
             said = " ".join(named[-MAX_SAID_SENTENCES:])
@@ -108,8 +108,9 @@ def extract_steps(messages: Sequence[Message], events: Sequence[ToolEvent]) -> l
                 saw = [ln for ln in dict.fromkeys(lines) if code_names(ln)][:MAX_SAW_LINES]
             if event.error_line and event.error_line.strip() not in saw:
                 saw.append(event.error_line.strip())
-        out.append(WorkStep(call_index=i, said=said, code=code, ran=_ran(event.command), saw=tuple(saw),
-                            outcome=event.outcome))
+        out.append(
+            WorkStep(call_index=i, said=said, code=code, ran=_ran(event.command), saw=tuple(saw), outcome=event.outcome)
+        )
     return out
 
 

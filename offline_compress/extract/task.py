@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..history.messages import Message
 from ..history.conventions import as_message_list, first_user_index
+from ..history.messages import Message
 
 DEFAULT_TASK_CHARS = 1500
 

@@ -1,6 +1,7 @@
 """Importers: turn a history file into canonical messages.
 
 ``load_history(path, fmt="auto")`` reads a file (or ``-`` for stdin) and returns ``list[Message]``;
+``load_history_report`` also says what the importer skipped (damaged records) and left out (``Imported``);
 ``load_history_with_format`` / ``parse_history_with_format`` also return the name of the format that was read.
 Each importer is a function ``(text, source) -> list[Message]`` that raises ``InputError`` when the text is not
 in its format; ``auto`` tries them in order and, when none fits, reports every format tried and why it failed.
@@ -17,6 +18,7 @@ Any of them may be gzip-compressed (``.gz``): the gzip magic number is what coun
 from __future__ import annotations
 
 import gzip
+import logging
 import sys
 import zlib
 from collections.abc import Callable
@@ -25,13 +27,15 @@ from pathlib import Path
 from ..errors import InputError
 from ..history.messages import Message
 from .aider import load_aider
+from .imported import Imported, LoadedHistory
 from .mini_swe_agent import load_mini_swe_agent
 from .openai import decode_text, load_openai
 from .openhands import load_openhands
 from .openhands_eval import InstanceChoiceError, load_openhands_eval
 from .swe_agent import load_swe_agent
 
-Importer = Callable[[str, str], list[Message]]
+Importer = Callable[[str, str], "list[Message] | Imported"]
+log = logging.getLogger(__name__)
 
 # Order matters for "auto": specific formats first, the permissive OpenAI reader last.
 IMPORTERS: dict[str, Importer] = {
@@ -75,20 +79,32 @@ def read_source(path: str | Path) -> tuple[str, str]:
     return decode_text(decompress(data, str(p)), str(p)), str(p)
 
 
-def parse_history_with_format(
-    text: str, source: str, fmt: str = "auto", *, instance: str | None = None
-) -> tuple[str, list[Message]]:
-    """Parse ``text`` as ``fmt`` (or the first format that fits, for ``auto``); returns (format name, messages).
-    ``instance`` names the instance of an OpenHands evaluation output that holds several."""
+def parse_history_report(text: str, source: str, fmt: str = "auto", *, instance: str | None = None) -> LoadedHistory:
+    """Parse ``text`` as ``fmt`` (or the first format that fits, for ``auto``): the format's name, the messages,
+    and what the importer skipped (damaged input) or left out. ``instance`` names the instance of an OpenHands
+    evaluation output that holds several."""
     if fmt != "auto" and fmt not in IMPORTERS:
         raise InputError(f"unknown format {fmt!r} (known: auto, {', '.join(IMPORTERS)})", source=source)
     try:
-        return _parse(text, source, fmt, instance)
+        name, result = _parse(text, source, fmt, instance)
     except RecursionError:  # a structure nested deeper than the stack (copying or validating it)
         raise InputError("nested too deeply to read", source=source) from None
+    if isinstance(result, Imported):
+        return LoadedHistory(name, result.messages, result.skipped, result.notes)
+    return LoadedHistory(name, result)
 
 
-def _parse(text: str, source: str, fmt: str, instance: str | None) -> tuple[str, list[Message]]:
+def parse_history_with_format(
+    text: str, source: str, fmt: str = "auto", *, instance: str | None = None
+) -> tuple[str, list[Message]]:
+    """``parse_history_report`` as (format name, messages); skipped input is logged as a warning."""
+    loaded = parse_history_report(text, source, fmt, instance=instance)
+    if loaded.skipped:
+        log.warning("%s: skipped %d damaged records (%s)", source, len(loaded.skipped), "; ".join(loaded.skipped[:3]))
+    return loaded.format, loaded.messages
+
+
+def _parse(text: str, source: str, fmt: str, instance: str | None) -> tuple[str, list[Message] | Imported]:
     if instance is not None:
         if fmt not in ("auto", "openhands-eval"):
             raise InputError(f"--instance applies to OpenHands evaluation output, not to {fmt!r}", source=source)
@@ -123,7 +139,15 @@ def parse_history(text: str, source: str, fmt: str = "auto", *, instance: str | 
     return parse_history_with_format(text, source, fmt, instance=instance)[1]
 
 
-def load_history_with_format(path: str | Path, fmt: str = "auto", *, instance: str | None = None) -> tuple[str, list[Message]]:
+def load_history_report(path: str | Path, fmt: str = "auto", *, instance: str | None = None) -> LoadedHistory:
+    """Read a file (or ``-`` for stdin): its format, messages, and what was skipped or left out."""
+    text, source = read_source(path)
+    return parse_history_report(text, source, fmt, instance=instance)
+
+
+def load_history_with_format(
+    path: str | Path, fmt: str = "auto", *, instance: str | None = None
+) -> tuple[str, list[Message]]:
     """Read a file (or ``-`` for stdin); returns (format name, messages)."""
     text, source = read_source(path)
     return parse_history_with_format(text, source, fmt, instance=instance)

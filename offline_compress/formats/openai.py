@@ -25,7 +25,9 @@ def parse_json(text: str, source: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        raise InputError(f"malformed JSON: {err.msg}", source=source, position=f"line {err.lineno} column {err.colno}") from None
+        raise InputError(
+            f"malformed JSON: {err.msg}", source=source, position=f"line {err.lineno} column {err.colno}"
+        ) from None
     except RecursionError:
         raise InputError(TOO_DEEP, source=source) from None
 
@@ -38,7 +40,9 @@ def parse_jsonl(text: str, source: str) -> list[Message]:
         try:
             raw = json.loads(line)
         except json.JSONDecodeError as err:
-            raise InputError(f"malformed JSON line: {err.msg}", source=source, position=f"line {lineno} column {err.colno}") from None
+            raise InputError(
+                f"malformed JSON line: {err.msg}", source=source, position=f"line {lineno} column {err.colno}"
+            ) from None
         except RecursionError:
             raise InputError(TOO_DEEP, source=source, position=f"line {lineno}") from None
         messages.append(parse_message(raw, index=len(messages), source=source))

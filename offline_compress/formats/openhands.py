@@ -58,7 +58,11 @@ def _check_shape(data: Any, source: str) -> list[Mapping[str, Any]]:
         if not isinstance(event, Mapping):
             raise InputError(f"event is a {type(event).__name__}, expected an object", source=source, index=i)
         if "action" not in event and "observation" not in event:
-            why = "it has a 'role' (a chat message, not an event)" if "role" in event else "neither 'action' nor 'observation'"
+            why = (
+                "it has a 'role' (a chat message, not an event)"
+                if "role" in event
+                else "neither 'action' nor 'observation'"
+            )
             raise InputError(f"not an OpenHands event: {why}", source=source, index=i)
         if "source" not in event:
             raise InputError("event has no 'source'", source=source, index=i, field="source")
@@ -84,16 +88,26 @@ def _observation_text(event: Mapping[str, Any]) -> str:
     content = event.get("content")
     text = content if isinstance(content, str) else ("" if content is None else json.dumps(content, ensure_ascii=False))
     extras = event.get("extras")
-    if event.get("observation") == "run" and isinstance(extras, Mapping) and isinstance(extras.get("metadata"), Mapping):
+    if (
+        event.get("observation") == "run"
+        and isinstance(extras, Mapping)
+        and isinstance(extras.get("metadata"), Mapping)
+    ):
         meta = extras["metadata"]
         text = f"{meta.get('prefix') or ''}{text}{meta.get('suffix') or ''}"
     return text
 
 
+def _event_key(value: Any, default: int) -> Any:
+    """An event id as a dictionary key (ids are ints or strings; anything else cannot name an event)."""
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else default
+
+
 def _user_content(args: Mapping[str, Any], event: Mapping[str, Any]) -> str | list[dict[str, Any]]:
     text = args.get("content")
     if not isinstance(text, str):
-        text = event.get("message") if isinstance(event.get("message"), str) else ""
+        message = event.get("message")
+        text = message if isinstance(message, str) else ""
     images = args.get("image_urls")
     if isinstance(images, list) and images:
         return [{"type": "text", "text": text}] + [{"type": "image_url", "image_url": {"url": str(u)}} for u in images]
@@ -114,10 +128,16 @@ def messages_from_data(data: Any, source: str) -> list[Message]:
     all_calls: set[str] = set()
 
     for i, event in enumerate(events):
-        args = event.get("args") if isinstance(event.get("args"), Mapping) else {}
-        meta = event.get("tool_call_metadata") if isinstance(event.get("tool_call_metadata"), Mapping) else {}
+        args: Mapping[str, Any] = event["args"] if isinstance(event.get("args"), Mapping) else {}
+        meta: Mapping[str, Any] = (
+            event["tool_call_metadata"] if isinstance(event.get("tool_call_metadata"), Mapping) else {}
+        )
         if "action" in event:
             action = event["action"]
+            if not isinstance(action, str):
+                raise InputError(
+                    f"'action' is a {type(action).__name__}, expected a string", source=source, index=i, field="action"
+                )
             if action in DROPPED_ACTIONS:
                 continue
             if action == "system":
@@ -132,7 +152,11 @@ def messages_from_data(data: Any, source: str) -> list[Message]:
             response = _response_message(meta) if call_id else {}
             name, arguments = None, None
             for call in response.get("tool_calls") or ():
-                if isinstance(call, Mapping) and call.get("id") == call_id and isinstance(call.get("function"), Mapping):
+                if (
+                    isinstance(call, Mapping)
+                    and call.get("id") == call_id
+                    and isinstance(call.get("function"), Mapping)
+                ):
                     name = call["function"].get("name")
                     arguments = call["function"].get("arguments")
             if not call_id:
@@ -141,10 +165,16 @@ def messages_from_data(data: Any, source: str) -> list[Message]:
                 name = meta.get("function_name") if isinstance(meta.get("function_name"), str) else str(action)
             if arguments is None:
                 arguments = _args_json(args)
-            tool_call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": copy.deepcopy(arguments)}}
-            call_for_event[event.get("id", i)] = call_id
+            tool_call = {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": copy.deepcopy(arguments)},
+            }
+            call_for_event[_event_key(event.get("id"), i)] = call_id
             all_calls.add(call_id)
-            response_id = meta.get("model_response", {}).get("id") if isinstance(meta.get("model_response"), Mapping) else None
+            response_id = (
+                meta.get("model_response", {}).get("id") if isinstance(meta.get("model_response"), Mapping) else None
+            )
             if isinstance(response_id, str) and response_id in by_response:
                 by_response[response_id]["tool_calls"].append(tool_call)
                 continue
@@ -160,9 +190,17 @@ def messages_from_data(data: Any, source: str) -> list[Message]:
             continue
         # An observation.
         kind = event["observation"]
+        if not isinstance(kind, str):
+            raise InputError(
+                f"'observation' is a {type(kind).__name__}, expected a string",
+                source=source,
+                index=i,
+                field="observation",
+            )
         call_id = meta.get("tool_call_id") if isinstance(meta.get("tool_call_id"), str) else None
         if call_id not in all_calls:
-            call_id = call_for_event.get(event.get("cause"))
+            cause = event.get("cause")
+            call_id = call_for_event.get(_event_key(cause, -1)) if cause is not None else None
         text = _observation_text(event)
         if call_id is None or call_id in answered:
             if kind in DROPPED_OBSERVATIONS or not text.strip():

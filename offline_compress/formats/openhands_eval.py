@@ -47,7 +47,9 @@ def _records(text: str, source: str) -> list[tuple[str, Any]]:
             try:
                 out.append((f"line {n}", json.loads(line)))
             except json.JSONDecodeError as err:
-                raise InputError(f"malformed JSON line: {err.msg}", source=source, position=f"line {n} column {err.colno}") from None
+                raise InputError(
+                    f"malformed JSON line: {err.msg}", source=source, position=f"line {n} column {err.colno}"
+                ) from None
             except RecursionError:
                 raise InputError(TOO_DEEP, source=source, position=f"line {n}") from None
         return out
@@ -60,15 +62,24 @@ def _records(text: str, source: str) -> list[tuple[str, Any]]:
 def _check_record(record: Any, where: str, source: str) -> Mapping[str, Any]:
     position = where or None
     if not isinstance(record, Mapping):
-        raise InputError(f"expected an evaluation output object, got {type(record).__name__}", source=source, position=position)
+        raise InputError(
+            f"expected an evaluation output object, got {type(record).__name__}", source=source, position=position
+        )
     if "instance_id" not in record or "history" not in record:
         missing = [k for k in ("instance_id", "history") if k not in record]
         keys = ", ".join(sorted(map(str, record))[:8]) or "none"
-        raise InputError(f"not an OpenHands evaluation output: no {' or '.join(map(repr, missing))} (keys: {keys})",
-                         source=source, position=position)
+        raise InputError(
+            f"not an OpenHands evaluation output: no {' or '.join(map(repr, missing))} (keys: {keys})",
+            source=source,
+            position=position,
+        )
     if not isinstance(record["history"], list):
-        raise InputError(f"'history' is a {type(record['history']).__name__}, expected a list", source=source,
-                         position=position, field="history")
+        raise InputError(
+            f"'history' is a {type(record['history']).__name__}, expected a list",
+            source=source,
+            position=position,
+            field="history",
+        )
     return record
 
 
@@ -76,7 +87,11 @@ def _events(history: list[Any]) -> list[Any]:
     """The event list: pairs flattened, the pairing's null placeholders dropped."""
     if history and all(isinstance(h, list) and len(h) == 2 for h in history):
         history = [event for pair in history for event in pair]
-    return [e for e in history if not (isinstance(e, Mapping) and (e.get("action") == "null" or e.get("observation") == "null"))]
+    return [
+        e
+        for e in history
+        if not (isinstance(e, Mapping) and (e.get("action") == "null" or e.get("observation") == "null"))
+    ]
 
 
 def _with_instruction(messages: list[Message], instruction: Any, source: str) -> list[Message]:
@@ -124,11 +139,15 @@ def load_openhands_eval(text: str, source: str, instance: str | None = None) -> 
     if instance is None:
         if len(records) > 1:
             shown = ", ".join(ids[:5]) + (f", … ({len(ids)} in all)" if len(ids) > 5 else "")
-            raise InstanceChoiceError(f"holds {len(ids)} instances ({shown}); name one with --instance ID", source=source)
+            raise InstanceChoiceError(
+                f"holds {len(ids)} instances ({shown}); name one with --instance ID", source=source
+            )
         chosen = records[0][1]
     else:
         if instance not in ids:
-            raise InputError(f"no instance {instance!r} (the file holds {', '.join(ids[:5])}{', …' if len(ids) > 5 else ''})",
-                             source=source)
+            raise InputError(
+                f"no instance {instance!r} (the file holds {', '.join(ids[:5])}{', …' if len(ids) > 5 else ''})",
+                source=source,
+            )
         chosen = records[ids.index(instance)][1]
     return instance_messages(chosen, f"{source} [{chosen['instance_id']}]" if len(records) > 1 else source)

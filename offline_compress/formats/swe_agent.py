@@ -59,7 +59,10 @@ def _action_call(action: str, call_id: str) -> dict[str, Any]:
     return {
         "id": call_id,
         "type": "function",
-        "function": {"name": words[0] if words else "action", "arguments": json.dumps({"command": action}, ensure_ascii=False)},
+        "function": {
+            "name": words[0] if words else "action",
+            "arguments": json.dumps({"command": action}, ensure_ascii=False),
+        },
     }
 
 
@@ -83,7 +86,7 @@ def messages_from_data(data: Any, source: str) -> list[Message]:
             action = entry.get("action")
             if calls:
                 raw["tool_calls"] = copy.deepcopy(calls)
-                pending = [c.get("id") for c in calls if isinstance(c, Mapping) and c.get("id")]
+                pending = [str(c["id"]) for c in calls if isinstance(c, Mapping) and c.get("id")]
             elif isinstance(action, str) and action.strip():
                 call = _action_call(action, f"swe-agent-{i}")
                 raw["tool_calls"] = [call]
@@ -98,15 +101,21 @@ def messages_from_data(data: Any, source: str) -> list[Message]:
             ids = entry.get("tool_call_ids") if role == "tool" else None
             if ids:
                 if not isinstance(ids, list) or not isinstance(ids[0], str):
-                    raise InputError("'tool_call_ids' is not a list of strings", source=source, index=i, field="tool_call_ids")
+                    raise InputError(
+                        "'tool_call_ids' is not a list of strings", source=source, index=i, field="tool_call_ids"
+                    )
                 call_id = ids[0]
             elif pending:
                 call_id = pending[0]
             else:
-                raise InputError("tool output with no tool call to answer", source=source, index=i, field="tool_call_ids")
+                raise InputError(
+                    "tool output with no tool call to answer", source=source, index=i, field="tool_call_ids"
+                )
             if call_id in pending:
                 pending.remove(call_id)
-            out.append(parse_message({"role": "tool", "content": content, "tool_call_id": call_id}, index=i, source=source))
+            out.append(
+                parse_message({"role": "tool", "content": content, "tool_call_id": call_id}, index=i, source=source)
+            )
             after_action = bool(pending)
             continue
         out.append(parse_message({"role": role, "content": content, "name": entry.get("name")}, index=i, source=source))

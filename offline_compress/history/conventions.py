@@ -11,16 +11,16 @@ Two call conventions are understood:
 A user message that answers an assistant action is TOOL OUTPUT whatever its prefix (``Observation:``, ``Output:``,
 none at all): one that directly follows an assistant message with ``tool_calls`` or with a shell block. The one
 exception is a chat where a shell block is a rare suggestion (aider): a history with 3 or more assistant
-messages of which fewer than half act; there the user's reply to a suggestion stays the user's. ``is_tool_output`` is the one definition the
-cut, the extractor and the contradiction counter share: constraints never come from tool output, which is the main defence against
-prompt injection through command output.
+messages of which fewer than half act; there the user's reply to a suggestion stays the user's.
+``is_tool_output`` is the one definition the cut, the extractor and the contradiction counter share: constraints
+never come from tool output, which is the main defence against prompt injection through command output.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from .messages import Message, parse_message
 
@@ -74,8 +74,14 @@ def is_tool_output(messages: Sequence[Message] | Sequence[Mapping[str, Any]], i:
     harness notice answering an assistant command (timeout, format error, the submission), or a SWE-agent
     observation (answers an assistant action and ends with the ``bash-$`` prompt).
     """
-    if not isinstance(messages[i], Message):
-        messages = as_message_list(messages)  # plain dicts are accepted too
+    if isinstance(messages[i], Message):
+        parsed = cast("Sequence[Message]", messages)
+    else:
+        parsed = as_message_list(messages)  # plain dicts are accepted too
+    return _is_tool_output(parsed, i)
+
+
+def _is_tool_output(messages: Sequence[Message], i: int) -> bool:
     msg = messages[i]
     if msg.role == "tool":
         return True
@@ -145,4 +151,3 @@ def text_command(messages: Sequence[Message], i: int) -> str | None:
 
 def _is_mini_history(messages: Sequence[Message]) -> bool:
     return any(m.role == "user" and m.text.lstrip().startswith("<returncode>") for m in messages)
-

@@ -44,3 +44,16 @@ def head_end(messages: Sequence[Message], keep_first: int | None = None, *, is_s
         while 0 < i < stop and is_tool_output(messages, i):
             i += 1
     return i
+
+
+def starts_with(messages: Sequence[Message], prefix: Sequence[Message]) -> bool:
+    """``messages`` begins with the same messages as ``prefix`` (the same objects, or equal ones)."""
+    if len(messages) < len(prefix):
+        return False
+    return all(a is b or a == b for a, b in zip(messages, prefix))
+
+
+def splits_a_call(messages: Sequence[Message], head: int, cut: int) -> bool:
+    """A tool message after ``cut`` answers a call made in ``[head, cut)`` (a result that came late)."""
+    ids = {c.id for m in messages[head:cut] for c in m.tool_calls or () if c.id}
+    return bool(ids) and any(m.role == "tool" and m.tool_call_id in ids for m in messages[cut:])

@@ -36,8 +36,9 @@ class Plan:
         return [i for i in range(self.head, self.cut) if i != self.previous_at]
 
 
-def plan_compaction(messages: Sequence[Message], keep_first: int | None = None,
-                    keep_last: int = DEFAULT_KEEP_LAST) -> Plan:
+def plan_compaction(
+    messages: Sequence[Message], keep_first: int | None = None, keep_last: int = DEFAULT_KEEP_LAST
+) -> Plan:
     """The plan for ``messages``. ``keep_first``: ``None`` keeps the leading system/developer messages and the
     first user message (the task); an int keeps that many first messages; 0 summarises from the start. The head
     stops before an earlier summary of ours, which is replaced (merged), never kept."""

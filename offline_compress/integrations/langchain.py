@@ -41,14 +41,16 @@ try:
     from langgraph.graph.message import REMOVE_ALL_MESSAGES
     from langgraph.runtime import Runtime
 except ImportError as err:  # pragma: no cover - depends on the installed extras
-    raise ImportError(f"offline_compress.integrations.langchain needs LangChain v1 ({err}); install it with: "
-                      'pip install "offline_compress[langchain]"') from None
+    raise ImportError(
+        f"offline_compress.integrations.langchain needs LangChain v1 ({err}); install it with: "
+        'pip install "offline_compress[langchain]"'
+    ) from None
 
-from ..summary.message import parse_summary_message
-from ..errors import InputError
-from ..hook import CompactionHook
-from ..history.messages import parse_message
 from ..archive.recall import RECALL_NOTE, RECALL_TOOL_NAME, recall_handler, tool_definition
+from ..errors import InputError
+from ..history.messages import parse_message
+from ..hook import CompactionHook
+from ..summary.message import parse_summary_message
 
 # Marks the summary message we add, in its ``additional_kwargs``: a user's own text that happens to start with
 # the summary marker is never taken for a summary.
@@ -103,8 +105,10 @@ class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             if forbidden in hook_options:
                 raise ValueError(f"{forbidden}= is set by the middleware (per conversation; recall=)")
         # The summary tells the agent about the recall tool exactly when the middleware offers it.
-        hook_options |= {"recall_note": RECALL_NOTE if recall else "",
-                         "summary_role": "user" if summary_role == "human" else "system"}
+        hook_options |= {
+            "recall_note": RECALL_NOTE if recall else "",
+            "summary_role": "user" if summary_role == "human" else "system",
+        }
         CompactionHook(model_max_tokens, **hook_options)  # bad options fail here, not at the first model call
         self.model_max_tokens = model_max_tokens
         self.summary_role = summary_role

@@ -71,10 +71,15 @@ def local_model(base_url: str, model_name: str = "local", *, textbased: bool = T
     ``format_error_template``, ``model_kwargs`` merged over the defaults below). Cost tracking is off: a local
     model has no price."""
     keep_litellm_offline()
+    model_class: type[Any]
     if textbased:
-        from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel as model_class
+        from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel
+
+        model_class = LitellmTextbasedModel
     else:
-        from minisweagent.models.litellm_model import LitellmModel as model_class
+        from minisweagent.models.litellm_model import LitellmModel
+
+        model_class = LitellmModel
     model_kwargs = {"api_base": base_url, "api_key": "none", "drop_params": True, "max_retries": 0}
     model_kwargs |= config.pop("model_kwargs", None) or {}
     config.setdefault("cost_tracking", "ignore_errors")

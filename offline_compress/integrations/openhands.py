@@ -50,16 +50,18 @@ try:
     from openhands.sdk.event.llm_convertible import SystemPromptEvent
     from openhands.sdk.llm import LLM
 except ImportError as err:  # pragma: no cover - depends on the installed extras
-    raise ImportError(f"offline_compress.integrations.openhands needs the OpenHands SDK ({err}); install it with: "
-                      'pip install "offline_compress[openhands]" (Python >= 3.12)') from None
+    raise ImportError(
+        f"offline_compress.integrations.openhands needs the OpenHands SDK ({err}); install it with: "
+        'pip install "offline_compress[openhands]" (Python >= 3.12)'
+    ) from None
 
 from ..compressor import Compressor, default_compressor
-from ..summary.message import is_summary_message
 from ..history.cut import cut_index
-from ..history.plan import Plan, plan_compaction
-from ..hook import DEFAULT_SUMMARY_FRACTION, DEFAULT_SUMMARY_MAX_TOKENS, CompactionHook
 from ..history.messages import Message, as_messages
+from ..history.plan import Plan, plan_compaction
 from ..history.trigger import TriggerConfig, evaluate_compression
+from ..hook import DEFAULT_SUMMARY_FRACTION, DEFAULT_SUMMARY_MAX_TOKENS, CompactionHook
+from ..summary.message import is_summary_message
 
 
 def view_messages(events: Sequence[LLMConvertibleEvent]) -> tuple[list[dict[str, Any]], list[int]]:
@@ -72,12 +74,20 @@ def view_messages(events: Sequence[LLMConvertibleEvent]) -> tuple[list[dict[str,
     while i < len(events):
         j = i + 1
         if isinstance(events[i], ActionEvent):
-            while (j < len(events) and isinstance(events[j], ActionEvent)
-                   and events[j].llm_response_id == events[i].llm_response_id):
+            while (
+                j < len(events)
+                and isinstance(events[j], ActionEvent)
+                and events[j].llm_response_id == events[i].llm_response_id
+            ):
                 j += 1
         [message] = LLMConvertibleEvent.events_to_messages(list(events[i:j]))
-        converted = message.to_chat_dict(cache_enabled=False, vision_enabled=False, function_calling_enabled=True,
-                                         force_string_serializer=True, send_reasoning_content=False)
+        converted = message.to_chat_dict(
+            cache_enabled=False,
+            vision_enabled=False,
+            function_calling_enabled=True,
+            force_string_serializer=True,
+            send_reasoning_content=False,
+        )
         if isinstance(events[i], CondensationSummaryEvent):
             as_system = {"role": "system", "content": events[i].summary}
             if is_summary_message(Message.model_validate(as_system)):
@@ -93,7 +103,7 @@ def turns_since_summary(messages: Sequence[Message]) -> int:
     """Agent turns after our last summary (all of them when there is none): the hook's turn count, read from
     the view instead of kept in memory."""
     last = max((i for i, m in enumerate(messages) if is_summary_message(m)), default=-1)
-    return sum(1 for m in messages[last + 1:] if m.role == "assistant")
+    return sum(1 for m in messages[last + 1 :] if m.role == "assistant")
 
 
 class OfflineCondenser(RollingCondenser):
@@ -135,10 +145,16 @@ class OfflineCondenser(RollingCondenser):
             compressor = self._compressor or default_compressor(self.model)
             archive = Path(self.archive_path) if self.archive_path else None
             # recall_note="": a condenser cannot offer the agent a tool, so the summary must not mention one.
-            self._hook = CompactionHook(window, archive_path=archive, session=self.session or self._session,
-                                        compressor=compressor, trigger=self.trigger, recall_note="",
-                                        summary_fraction=self.summary_fraction,
-                                        summary_max_tokens=self.summary_max_tokens)
+            self._hook = CompactionHook(
+                window,
+                archive_path=archive,
+                session=self.session or self._session,
+                compressor=compressor,
+                trigger=self.trigger,
+                recall_note="",
+                summary_fraction=self.summary_fraction,
+                summary_max_tokens=self.summary_max_tokens,
+            )
         return self._hook
 
     @property
@@ -158,8 +174,9 @@ class OfflineCondenser(RollingCondenser):
             return CondensationRequirement.HARD, "request"
         limit = self.window(agent_llm)
         parsed = as_messages(view_messages(view.events)[0])
-        decision = evaluate_compression(parsed, limit, turns_since_summary(parsed), config=self.trigger,
-                                        counter=self.hook_for(limit).counter)
+        decision = evaluate_compression(
+            parsed, limit, turns_since_summary(parsed), config=self.trigger, counter=self.hook_for(limit).counter
+        )
         if decision.estimated_tokens >= limit:
             return CondensationRequirement.HARD, "context-window"
         if decision.should_compress:
@@ -188,8 +205,7 @@ class OfflineCondenser(RollingCondenser):
 
     # ---------------------------------------------------------------------------------------------- the range
 
-    def forgotten_range(self, view: View, parsed: Sequence[Message], starts: Sequence[int],
-                        keep_last: int) -> Plan:
+    def forgotten_range(self, view: View, parsed: Sequence[Message], starts: Sequence[int], keep_last: int) -> Plan:
         """The plan whose ``[head, cut)`` (in messages) is summarised and forgotten. Both boundaries are
         manipulation indices of the view, and both are where ``plan_compaction`` itself puts them (so the summary
         covers exactly the forgotten events): the head moves later and the cut earlier until the two agree."""
@@ -214,13 +230,16 @@ class OfflineCondenser(RollingCondenser):
             plan = plan_compaction(parsed, first_event[head_event], n - first_event[cut_event])
             head, cut = plan.head, plan.cut
             new_head, new_cut = at_or_after(starts[head]), at_or_before(starts[cut])
-            if (new_head, new_cut) == (head_event, cut_event) and (head, cut) == (first_event[head_event],
-                                                                                   first_event[cut_event]):
+            if (new_head, new_cut) == (head_event, cut_event) and (head, cut) == (
+                first_event[head_event],
+                first_event[cut_event],
+            ):
                 return plan
             head_event, cut_event = new_head, new_cut
         raise NoCondensationAvailableException(
             f"no room to condense: the first {protected} events are kept and the last {keep_last} messages too, "
-            "and no boundary between them keeps tool calls with their observations")
+            "and no boundary between them keeps tool calls with their observations"
+        )
 
     def _condense(self, view: View, agent_llm: LLM | None, keep_last: int) -> Condensation:
         requirement, reason = self.assess(view, agent_llm)
@@ -235,9 +254,11 @@ class OfflineCondenser(RollingCondenser):
         if metrics.outcome != "compacted":
             raise NoCondensationAvailableException(f"offline_compress kept the history: {metrics.note}")
         if metrics.head != head or len(new) != head + 1 + len(messages) - cut:
-            raise AssertionError(f"the hook cut at {metrics.head}..{len(messages) - (len(new) - head - 1)}, "
-                                 f"not at the view's boundaries {head}..{cut}")
-        forgotten = view.events[starts[head]:starts[cut]]
+            raise AssertionError(
+                f"the hook cut at {metrics.head}..{len(messages) - (len(new) - head - 1)}, "
+                f"not at the view's boundaries {head}..{cut}"
+            )
+        forgotten = view.events[starts[head] : starts[cut]]
         return Condensation(
             forgotten_event_ids={event.id for event in forgotten},
             summary=new[head]["content"],

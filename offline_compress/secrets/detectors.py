@@ -66,7 +66,13 @@ _KINDS = {
     "Telegram Bot Token": "telegram_token",
     "Twilio API Key": "twilio_key",
 }
-_SKIPPED = {"Public IP (ipv4)", "Private Key", "Secret Keyword", "Base64 High Entropy String", "Hex High Entropy String"}
+_SKIPPED = {
+    "Public IP (ipv4)",
+    "Private Key",
+    "Secret Keyword",
+    "Base64 High Entropy String",
+    "Hex High Entropy String",
+}
 
 # A plugin's regexes can only match on a line that holds every group's literal part (each group: any one
 # needle; lower-case needles match in any case, others as written), read off the plugin's own regexes.
@@ -78,8 +84,21 @@ _NEEDLES: dict[str, tuple[tuple[str, ...], ...]] = {
     "Basic Auth Credentials": (("://",),),
     "Cloudant Credentials": (("cl",), ("key", "pw", "pass", "token", "cloudant.com")),
     "GitHub Token": (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),),
-    "GitLab Token": (("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "GR1348941", "glcbt-", "glimt-", "glptt-",
-                      "glagent-", "gloas-"),),
+    "GitLab Token": (
+        (
+            "glpat-",
+            "gldt-",
+            "glft-",
+            "glsoat-",
+            "glrt-",
+            "GR1348941",
+            "glcbt-",
+            "glimt-",
+            "glptt-",
+            "glagent-",
+            "gloas-",
+        ),
+    ),
     "IBM COS HMAC Credentials": (("secret",), ("key",)),
     "IBM Cloud IAM Key": (("key", "pwd", "pass", "token"),),
     "JSON Web Token": (("eyJ",),),
@@ -113,7 +132,8 @@ def _plugins() -> dict[str, Any]:
     """detect-secrets' plugin instances by secret type (imported on first use: it pulls in ``requests``)."""
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
-    return {stype: cls() for stype, cls in sorted(get_mapping_from_secret_type_to_class().items())}
+    mapping: dict[str, Any] = get_mapping_from_secret_type_to_class()
+    return {stype: cls() for stype, cls in sorted(mapping.items())}
 
 
 @lru_cache(maxsize=1)
@@ -171,7 +191,9 @@ def _vendor(text: str, view: LineView) -> Iterator[Find]:
             continue
         narrow = view
         if groups:
-            narrow = LineView(view.text, intersect(*(lines_with_needles(view.text, lowered, group) for group in groups)))
+            narrow = LineView(
+                view.text, intersect(*(lines_with_needles(view.text, lowered, group) for group in groups))
+            )
         for rx in plugin.denylist:
             for m in rx.finditer(narrow.text):
                 a, b = view.to_source(narrow.to_source(_secret_span(m)))
@@ -228,7 +250,9 @@ def _entropy(view: LineView) -> Iterator[Find]:
             value = m.group(2)
             if (
                 MIN_ENTROPY_CHARS <= len(value) <= MAX_ENTROPY_CHARS
-                and any(c.isdigit() for c in value) and any(c.isupper() for c in value) and any(c.islower() for c in value)
+                and any(c.isdigit() for c in value)
+                and any(c.isupper() for c in value)
+                and any(c.islower() for c in value)
                 and b64.calculate_shannon_entropy(value) > B64_LIMIT
                 and not _ID_KEY_BEFORE.search(view.text, max(0, m.start() - 40), m.start() + 1)
                 and not _filtered_by_detect_secrets(value, view.line_of(m.start(2)))

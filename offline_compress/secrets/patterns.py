@@ -29,55 +29,115 @@ Find = tuple[str, Span]
 _TOKENS: list[tuple[str, tuple[str, ...], re.Pattern[str], int]] = [
     ("anthropic_key", ("sk-ant-",), re.compile(r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,400}"), 0),
     # OpenAI: sk-, sk-proj-, sk-svcacct-, sk-admin-; a real key has digits, prose like "sk-learn-..." has none.
-    ("openai_key", ("sk-",), re.compile(r"(?<![A-Za-z0-9_-])sk-(?!ant-)(?=[A-Za-z0-9_-]{0,400}\d)[A-Za-z0-9_-]{20,400}"), 0),
-    ("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-     re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})"), 0),
-    ("aws_access_key", ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"),
-     re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?![A-Z0-9])"), 0),
+    (
+        "openai_key",
+        ("sk-",),
+        re.compile(r"(?<![A-Za-z0-9_-])sk-(?!ant-)(?=[A-Za-z0-9_-]{0,400}\d)[A-Za-z0-9_-]{20,400}"),
+        0,
+    ),
+    (
+        "github_token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})"),
+        0,
+    ),
+    (
+        "aws_access_key",
+        ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"),
+        re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?![A-Z0-9])"),
+        0,
+    ),
     ("slack_token", ("xox",), re.compile(r"(?<![A-Za-z0-9])xox[abposre]-[A-Za-z0-9-]{10,250}"), 0),
-    ("slack_webhook", ("hooks.slack.com",), re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,200}"), 0),
+    (
+        "slack_webhook",
+        ("hooks.slack.com",),
+        re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,200}"),
+        0,
+    ),
     ("google_api_key", ("AIza",), re.compile(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])"), 0),
     # Hugging Face user access tokens: hf_ + 34 letters and digits (older ones api_org_...).
-    ("huggingface_token", ("hf_", "api_org_"),
-     re.compile(r"(?<![A-Za-z0-9_])(?:hf_|api_org_)(?=[A-Za-z]{0,60}[0-9]|[0-9]{0,60}[A-Za-z]{2})[A-Za-z0-9]{30,60}(?![A-Za-z0-9_])"), 0),
+    (
+        "huggingface_token",
+        ("hf_", "api_org_"),
+        re.compile(
+            r"(?<![A-Za-z0-9_])(?:hf_|api_org_)(?=[A-Za-z]{0,60}[0-9]|[0-9]{0,60}[A-Za-z]{2})[A-Za-z0-9]{30,60}(?![A-Za-z0-9_])"
+        ),
+        0,
+    ),
     # Stripe secret and restricted keys, live or test (detect-secrets knows only sk_live_ and rk_live_ and
     # cuts them at 24 characters).
     ("stripe_key", ("k_live_", "k_test_"), re.compile(r"(?<![A-Za-z0-9_])[sr]k_(?:live|test)_[0-9a-zA-Z]{16,247}"), 0),
     # npm automation/publish tokens: npm_ + 36 (detect-secrets finds them only in an .npmrc line).
     ("npm_token", ("npm_",), re.compile(r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"), 0),
-    ("gitlab_token", ("gl",),
-     re.compile(r"(?<![A-Za-z0-9_-])gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-[A-Za-z0-9_-]{20,200}"), 0),
+    (
+        "gitlab_token",
+        ("gl",),
+        re.compile(r"(?<![A-Za-z0-9_-])gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-[A-Za-z0-9_-]{20,200}"),
+        0,
+    ),
     # Azure storage / service bus connection strings.
     ("azure_key", ("Key=",), re.compile(r"\b(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/]{16,200}={0,2})"), 1),
     # JWT: base64url('{"...') . base64url('{"...') . signature
-    ("jwt", ("eyJ",), re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,4000}\.eyJ[A-Za-z0-9_-]{5,8000}\.[A-Za-z0-9_-]{0,4000}"), 0),
+    (
+        "jwt",
+        ("eyJ",),
+        re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,4000}\.eyJ[A-Za-z0-9_-]{5,8000}\.[A-Za-z0-9_-]{0,4000}"),
+        0,
+    ),
 ]
 # Credentials that need not be long (a short password in a URL or header): run on the whole text, when a hint
 # occurs in it.
 _SHORT: list[tuple[str, tuple[str, ...], re.Pattern[str], int]] = [
-    ("bearer_token", ("earer",), re.compile(r"\b[Bb]earer[ \t]+((?=[A-Za-z0-9._~+/=-]{0,2000}\d)[A-Za-z0-9._~+/-]{16,2000}=*)"), 1),
-    ("basic_auth", ("uthorization",), re.compile(r"\b[Aa]uthorization:[ \t]*Basic[ \t]+([A-Za-z0-9+/]{8,2000}={0,2})"), 1),
+    (
+        "bearer_token",
+        ("earer",),
+        re.compile(r"\b[Bb]earer[ \t]+((?=[A-Za-z0-9._~+/=-]{0,2000}\d)[A-Za-z0-9._~+/-]{16,2000}=*)"),
+        1,
+    ),
+    (
+        "basic_auth",
+        ("uthorization",),
+        re.compile(r"\b[Aa]uthorization:[ \t]*Basic[ \t]+([A-Za-z0-9+/]{8,2000}={0,2})"),
+        1,
+    ),
     # scheme://user:password@host -> only the password goes.
-    ("url_credentials", ("://",),
-     re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,20}://[^\s/:@'\"<>]{1,200}:([^\s/@'\"<>]{1,200})@[^\s/@'\"<>]"), 1),
+    (
+        "url_credentials",
+        ("://",),
+        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,20}://[^\s/:@'\"<>]{1,200}:([^\s/@'\"<>]{1,200})@[^\s/@'\"<>]"),
+        1,
+    ),
 ]
 
 # Command lines. The value group is judged by ``literal_secret`` (``$PASS``, ``<password>`` and ``***`` stay).
 _COMMANDS: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # curl -u user:pass / --user user:pass / -uuser:pass -> the password.
-    ("password", ("curl",), re.compile(
-        r"\bcurl\b[^\n|;&]{0,500}?[ \t](?:-u[ \t]*|--user(?:[ \t]+|=))(['\"]?)[^\s:'\"]{1,200}:(?P<val>[^\s'\"]{1,200})\1")),
+    (
+        "password",
+        ("curl",),
+        re.compile(
+            r"\bcurl\b[^\n|;&]{0,500}?[ \t](?:-u[ \t]*|--user(?:[ \t]+|=))"
+            r"(['\"]?)[^\s:'\"]{1,200}:(?P<val>[^\s'\"]{1,200})\1"
+        ),
+    ),
     # mysql -pPASS (attached: "-p PASS" prompts and PASS is the database) / --password=PASS.
-    ("password", ("mysql", "mariadb"), re.compile(
-        r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlsh|mariadb(?:-dump|-admin)?)\b[^\n|;&]{0,500}?[ \t]"
-        r"(?:-p|--password=)(?:'(?P<q1>[^'\n]{1,200})'|\"(?P<q2>[^\"\n]{1,200})\"|(?P<val>[^\s'\"]{1,200}))")),
+    (
+        "password",
+        ("mysql", "mariadb"),
+        re.compile(
+            r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlsh|mariadb(?:-dump|-admin)?)\b"
+            r"[^\n|;&]{0,500}?[ \t]"
+            r"(?:-p|--password=)(?:'(?P<q1>[^'\n]{1,200})'|\"(?P<q2>[^\"\n]{1,200})\"|(?P<val>[^\s'\"]{1,200}))"
+        ),
+    ),
 ]
 
 # --password VALUE, --token=VALUE, --api-key VALUE (any command; --token-file and --password-stdin differ, and
 # --no-password takes no value). Runs on the credential-word lines.
 _FLAG = re.compile(
-        r"(?<![\w-])--(?!no-)(?:[a-z0-9]+-){0,3}(?P<word>password|passwd|pass|token|api-key|apikey|secret|access-key|secret-key)"
-        r"(?P<sep>[ \t]+|=)(?:'(?P<q1>[^'\n]{1,200})'|\"(?P<q2>[^\"\n]{1,200})\"|(?P<val>[^\s'\"-][^\s'\"]{0,199}))")
+    r"(?<![\w-])--(?!no-)(?:[a-z0-9]+-){0,3}(?P<word>password|passwd|pass|token|api-key|apikey|secret|access-key|secret-key)"
+    r"(?P<sep>[ \t]+|=)(?:'(?P<q1>[^'\n]{1,200})'|\"(?P<q2>[^\"\n]{1,200})\"|(?P<val>[^\s'\"-][^\s'\"]{0,199}))"
+)
 
 # Lines without one of these (any case) hold no credential assignment, ours or detect-secrets' keyword plugin's.
 CREDENTIAL_NEEDLES = ("key", "pass", "pwd", "secret", "token", "contrase")
@@ -96,15 +156,26 @@ _PLACEHOLDERS = frozenset(
     "bearer basic str string bytes int bool required optional hidden redacted changeme".split()
 )
 _KIND_OF_WORD = {
-    "passwd": "password", "password": "password", "passphrase": "password", "pwd": "password", "pass": "password",
-    "secret": "secret", "token": "token", "private_key": "private_key", "privatekey": "private_key",
+    "passwd": "password",
+    "password": "password",
+    "passphrase": "password",
+    "pwd": "password",
+    "pass": "password",
+    "secret": "secret",
+    "token": "token",
+    "private_key": "private_key",
+    "privatekey": "private_key",
 }
-_IDENTIFIER_OR_CODE = re.compile(r"\A(?:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(.*|\[.*)?|-?\d+(?:\.\d+)?)\Z")
+_IDENTIFIER_OR_CODE = re.compile(
+    r"\A(?:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(.*|\[.*)?|-?\d+(?:\.\d+)?)\Z"
+)
 _BARE_WORD = re.compile(r"\A[A-Za-z0-9_-]+\Z")
 _ENV_NAME = re.compile(r"\A[A-Z0-9_]*\Z")
 _UUID = re.compile(r"\A[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 _ID_TAIL = re.compile(r"(?:_id|Id|_ID|_ids|Ids|_IDS)\Z")
-_NOT_LITERAL = re.compile(r"\A(?:\$|\{|%|<|\*+\Z|x+\Z|\.\.\.|None\Z|null\Z|true\Z|false\Z|undefined\Z|REDACTED|\[REDACTED)", re.I)
+_NOT_LITERAL = re.compile(
+    r"\A(?:\$|\{|%|<|\*+\Z|x+\Z|\.\.\.|None\Z|null\Z|true\Z|false\Z|undefined\Z|REDACTED|\[REDACTED)", re.I
+)
 _PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?-----")
 _SEQUENCES = string.ascii_uppercase * 2 + "|" + string.digits * 2 + "|" + (string.digits + string.ascii_uppercase) * 2
@@ -131,9 +202,9 @@ def literal_secret(value: str, quoted: bool, *, word: str = "", shell_word: bool
     """Whether an assigned value looks like a real credential rather than code, a type or a placeholder.
 
     ``word``: the credential word it is assigned to; a value without digits that spells it out
-    (``somepassword``, ``django_tests_secret_key``) describes itself and is a placeholder. ``shell_word``: the value stands where
-    a shell or ``.env`` file takes a literal (``PGPASSWORD=hunter`` or ``--password hunter``), so a bare word
-    is a literal there, not a name."""
+    (``somepassword``, ``django_tests_secret_key``) describes itself and is a placeholder. ``shell_word``: the value
+    stands where a shell or ``.env`` file takes a literal (``PGPASSWORD=hunter`` or ``--password hunter``), so a
+    bare word is a literal there, not a name."""
     stripped = value.strip()
     if len(stripped) < 4 or _NOT_LITERAL.match(stripped):
         return False
@@ -223,10 +294,10 @@ def find_pattern_secrets(scan: ScanText) -> Iterator[Find]:
     for kind, hints, rx in _COMMANDS:
         if any(h in lowered for h in hints):
             for m in rx.finditer(text):
-                group = _value_group(m)
+                value = _value_group(m)
                 # quoted or not, a value on a command line is a literal: "p4ss w0rd" is no prose there
-                if group and literal_secret(m.group(group[0]), False, shell_word=True):
-                    yield kind, m.span(group[0])
+                if value and literal_secret(m.group(value[0]), False, shell_word=True):
+                    yield kind, m.span(value[0])
     lines = scan.lines_with(CREDENTIAL_NEEDLES)
     if lines:
         view = LineView(text, lines)

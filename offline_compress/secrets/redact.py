@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .line_view import ScanText
 from ..history.messages import FunctionCall, Message, ToolCall
-from .patterns import find_pattern_secrets
 from .detectors import find_detector_secrets
+from .line_view import ScanText
+from .patterns import find_pattern_secrets
 
 Span = tuple[int, int]
 
@@ -110,8 +110,11 @@ def redact_message(message: Message) -> Message:
             changes["content"] = parts
     if message.tool_calls:
         calls = tuple(
-            ToolCall(id=c.id, type=c.type, function=FunctionCall(name=redact(c.function.name),
-                                                                 arguments=redact_arguments(c.function.arguments)))
+            ToolCall(
+                id=c.id,
+                type=c.type,
+                function=FunctionCall(name=redact(c.function.name), arguments=redact_arguments(c.function.arguments)),
+            )
             for c in message.tool_calls
         )
         if calls != message.tool_calls:

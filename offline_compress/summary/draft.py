@@ -17,25 +17,25 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 SAFE_TEXT = r"^[ !#-\[\]-~]*$"
 
 
-def _text(max_chars: int) -> Any:
-    return Annotated[str, StringConstraints(max_length=max_chars, pattern=SAFE_TEXT)]
-
-
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 # Tight bounds on purpose: the 270M model tends to write until a bound stops it, so the bounds set its
 # latency (measured: most of what it writes fails grounding; the extracted facts carry the summary).
+Text80 = Annotated[str, StringConstraints(max_length=80, pattern=SAFE_TEXT)]
+Text100 = Annotated[str, StringConstraints(max_length=100, pattern=SAFE_TEXT)]
+
+
 class DraftDecision(_Strict):
-    decision: _text(80)
-    rationale: _text(100)
+    decision: Text80
+    rationale: Text100
 
 
 class DraftTaskState(_Strict):
-    completed: Annotated[list[_text(80)], Field(max_length=1)]
-    remaining: Annotated[list[_text(80)], Field(max_length=1)]
-    blockers: Annotated[list[_text(80)], Field(max_length=1)]
+    completed: Annotated[list[Text80], Field(max_length=1)]
+    remaining: Annotated[list[Text80], Field(max_length=1)]
+    blockers: Annotated[list[Text80], Field(max_length=1)]
 
 
 # The narrative starts with words the grammar forces: a small base model continues prose far better than it
@@ -45,7 +45,9 @@ NARRATIVE_MAX_CHARS = 200
 
 
 class Draft(_Strict):
-    recent_narrative: Annotated[str, StringConstraints(max_length=NARRATIVE_MAX_CHARS, pattern=r"^The agent [ !#-\[\]-~]*$")]
+    recent_narrative: Annotated[
+        str, StringConstraints(max_length=NARRATIVE_MAX_CHARS, pattern=r"^The agent [ !#-\[\]-~]*$")
+    ]
     decisions: Annotated[list[DraftDecision], Field(max_length=1)]
     task_state: DraftTaskState
 

@@ -43,7 +43,9 @@ def content_words(text: str) -> set[str]:
 # An item that tells the agent what to do (or not to): such words may come from the user, never from tool output.
 _INSTRUCTION = re.compile(
     r"\b(?:must|never|always|do not|don't|should|shall|required?|important|ignore|instead|only|forbidden|"
-    r"not allowed|make sure|you (?:need|have) to)\b", re.I)
+    r"not allowed|make sure|you (?:need|have) to)\b",
+    re.I,
+)
 
 
 def instruction_like(text: str) -> bool:

@@ -15,15 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..extract.facts import Facts
+from ..extract.steps import WorkStep
+from ..history.messages import Message
+from ..secrets.redact import redact
 from ..tokens.protocol import CountsTokens
 from . import schema as S
 from .draft import NARRATIVE_MAX_CHARS, Draft
-from ..extract.facts import Facts
-from ..extract.steps import WorkStep
-from .pack import Material, clip, names, pack, read
 from .ground import GroundingReport, SourceIndex, grounded_sentences, keep_grounded
-from ..history.messages import Message
-from ..secrets.redact import redact
+from .pack import Material, clip, names, pack, read
 
 BRIDGE_MESSAGES = 2
 BRIDGE_CHARS = 160
@@ -74,8 +74,14 @@ def _material(step: WorkStep) -> Material:
     """A work-log entry, redacted before anything is cut (a secret cut at a boundary would escape redaction)."""
     saw = [redact(line) for line in step.saw]
     failed = len(saw) - 1 if step.outcome == "error" and saw else None  # steps.py appends the error line last
-    return Material.of(redact(step.said), [redact(line) for line in step.code], redact(step.ran), saw,
-                       step.outcome or "partial", failed)
+    return Material.of(
+        redact(step.said),
+        [redact(line) for line in step.code],
+        redact(step.ran),
+        saw,
+        step.outcome or "partial",
+        failed,
+    )
 
 
 @dataclass(frozen=True)
@@ -99,8 +105,9 @@ class Budget:
     counter: CountsTokens
 
 
-def merge(sources: Sources, draft: Draft, report: GroundingReport, stats: ClipCounter,
-          budget: Budget | None = None) -> S.CompressedContext:
+def merge(
+    sources: Sources, draft: Draft, report: GroundingReport, stats: ClipCounter, budget: Budget | None = None
+) -> S.CompressedContext:
     """Assemble the document: exact facts as they are, model items only where grounded, the previous
     summary's items first (a later compaction adds, it does not forget), then fit it to ``budget``."""
     facts, compressed, index = sources.facts, sources.compressed, sources.index
@@ -109,13 +116,17 @@ def merge(sources: Sources, draft: Draft, report: GroundingReport, stats: ClipCo
     constraints = _unique(list(prev.user_constraints) + new)  # previous first: a bound keeps them
 
     decisions = list(prev.decisions) + [
-        S.Decision(decision=clip(redact(d.decision), S.MAX_ITEM_CHARS), rationale=clip(redact(d.rationale), S.MAX_ITEM_CHARS))
+        S.Decision(
+            decision=clip(redact(d.decision), S.MAX_ITEM_CHARS), rationale=clip(redact(d.rationale), S.MAX_ITEM_CHARS)
+        )
         for d in facts.decisions
     ]
     for d in draft.decisions:
         if keep_grounded([d.decision], index, report):
             rationale = keep_grounded([d.rationale], index, report)
-            decisions.append(S.Decision(decision=redact(d.decision), rationale=redact(rationale[0]) if rationale else ""))
+            decisions.append(
+                S.Decision(decision=redact(d.decision), rationale=redact(rationale[0]) if rationale else "")
+            )
     failed = list(prev.failed_attempts) + [
         S.FailedAttempt(
             approach=clip(redact(" ".join(f.approach.split())), S.MAX_ITEM_CHARS),
@@ -132,13 +143,20 @@ def merge(sources: Sources, draft: Draft, report: GroundingReport, stats: ClipCo
         for e in facts.tool_events
     ]
     state = draft.task_state
-    completed = list(prev.task_state.completed) + [clip(f"changed {redact(path)}", S.MAX_ITEM_CHARS) for path in facts.files_changed]
+    completed = list(prev.task_state.completed) + [
+        clip(f"changed {redact(path)}", S.MAX_ITEM_CHARS) for path in facts.files_changed
+    ]
     completed += [redact(x) for x in keep_grounded(state.completed, index, report)]
     task = [clip("Task: " + redact(" ".join(facts.task.split())), S.MAX_ITEM_CHARS)] if facts.task.strip() else []
-    remaining = list(prev.task_state.remaining) + task + [redact(x) for x in keep_grounded(state.remaining, index, report)]
+    remaining = (
+        list(prev.task_state.remaining) + task + [redact(x) for x in keep_grounded(state.remaining, index, report)]
+    )
     blockers = list(prev.task_state.blockers) + [redact(x) for x in keep_grounded(state.blockers, index, report)]
-    material = _bounded(_latest([Material.of_step(s) for s in prev.work_log] + [_material(s) for s in facts.steps],
-                                key=Material.key), S.MAX_STEPS, stats)
+    material = _bounded(
+        _latest([Material.of_step(s) for s in prev.work_log] + [_material(s) for s in facts.steps], key=Material.key),
+        S.MAX_STEPS,
+        stats,
+    )
 
     narrative = redact(grounded_sentences(draft.recent_narrative, index, report, NARRATIVE_MAX_CHARS))
     tail = bridge_lines(compressed)
@@ -162,8 +180,14 @@ def merge(sources: Sources, draft: Draft, report: GroundingReport, stats: ClipCo
     return fit(doc, budget, stats, known=known, material=material)
 
 
-def fit(doc: S.CompressedContext, budget: Budget, stats: ClipCounter, *, known: set[str] | frozenset[str] = frozenset(),
-        material: Sequence[Material] | None = None) -> S.CompressedContext:
+def fit(
+    doc: S.CompressedContext,
+    budget: Budget,
+    stats: ClipCounter,
+    *,
+    known: set[str] | frozenset[str] = frozenset(),
+    material: Sequence[Material] | None = None,
+) -> S.CompressedContext:
     """Cut ``doc`` to ``budget.tokens`` (see the module docstring for the order): the oldest tool-call entries
     and decisions go first; then the work log is packed into the room left (``pack.py``: its pieces by the names
     they add, newest steps first); then failed attempts and completed items go, oldest first. ``material``: the
@@ -180,16 +204,22 @@ def fit(doc: S.CompressedContext, budget: Budget, stats: ClipCounter, *, known: 
         return doc
     steps = list(material) if material is not None else [Material.of_step(s) for s in doc.work_log]
     lists: dict[str, list[Any]] = {
-        "tool_calls_summary": list(doc.tool_calls_summary), "decisions": list(doc.decisions),
-        "failed_attempts": list(doc.failed_attempts), "completed": list(doc.task_state.completed),
+        "tool_calls_summary": list(doc.tool_calls_summary),
+        "decisions": list(doc.decisions),
+        "failed_attempts": list(doc.failed_attempts),
+        "completed": list(doc.task_state.completed),
     }
 
     def build(work_log: list[S.Step]) -> S.CompressedContext:
-        return doc.model_copy(update={
-            "tool_calls_summary": lists["tool_calls_summary"], "decisions": lists["decisions"],
-            "work_log": work_log, "failed_attempts": lists["failed_attempts"],
-            "task_state": doc.task_state.model_copy(update={"completed": lists["completed"]}),
-        })
+        return doc.model_copy(
+            update={
+                "tool_calls_summary": lists["tool_calls_summary"],
+                "decisions": lists["decisions"],
+                "work_log": work_log,
+                "failed_attempts": lists["failed_attempts"],
+                "task_state": doc.task_state.model_copy(update={"completed": lists["completed"]}),
+            }
+        )
 
     def drop_oldest(keys: tuple[str, ...], total: int) -> int:
         """Drop (and count) the oldest items of these lists, in order, while ``total`` is over the budget."""

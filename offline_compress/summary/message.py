@@ -28,7 +28,7 @@ def parse_summary_message(message: Message) -> S.CompressedContext | None:
     marker and holds a valid summary after it (either rendering); else None."""
     if message.role not in ("system", "developer", "user") or not message.text.startswith(SUMMARY_PREFIX):
         return None
-    return parse_body(message.text[len(SUMMARY_PREFIX):])
+    return parse_body(message.text[len(SUMMARY_PREFIX) :])
 
 
 def is_summary_message(message: Message) -> bool:

@@ -20,10 +20,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..tokens.protocol import CountsTokens
-from . import schema as S
 from ..extract.decisions import SENTENCE_SPLIT
 from ..extract.steps import code_names
+from ..tokens.protocol import CountsTokens
+from . import schema as S
 
 _NUMBER = re.compile(r"(?<![\w.])\d{3,}(?!\w)")  # a value printed, a line number: what an agent reuses
 HEAD_BONUS = 1  # the first line of what a step ran is worth one name: what was done
@@ -53,8 +53,9 @@ class Material:
     failed_line: int | None = None  # index in ``saw`` of the line that says why the step failed
 
     @classmethod
-    def of(cls, said: str, code: Sequence[str], ran: str, saw: Sequence[str], outcome: str,
-           failed_line: int | None = None) -> Material:
+    def of(
+        cls, said: str, code: Sequence[str], ran: str, saw: Sequence[str], outcome: str, failed_line: int | None = None
+    ) -> Material:
         sentences = tuple(x for x in SENTENCE_SPLIT.split(" ".join(said.split())) if x)
         ran_lines = tuple(ran.strip("\n").split("\n")) if ran.strip() else ("",)
         return cls(sentences, tuple(code), ran_lines, tuple(saw), outcome, failed_line)
@@ -68,8 +69,13 @@ class Material:
     def key(self) -> tuple[object, ...]:
         return (self.said, self.code, self.ran, self.saw)
 
-    def step(self, said: Sequence[int] = (), code: Sequence[int] = (), ran: Sequence[int] | None = None,
-             saw: Sequence[int] = ()) -> S.Step:
+    def step(
+        self,
+        said: Sequence[int] = (),
+        code: Sequence[int] = (),
+        ran: Sequence[int] | None = None,
+        saw: Sequence[int] = (),
+    ) -> S.Step:
         """The step with the pieces at these positions (``ran=None``: all of it), cut to the schema's bounds."""
         ran_at = range(len(self.ran)) if ran is None else sorted(ran)
         return S.Step(
@@ -157,8 +163,14 @@ def read(material: Sequence[Material], counter: CountsTokens) -> _Read:
     return out
 
 
-def pack(material: Sequence[Material] | _Read, budget: int, counter: CountsTokens, *,
-         known: set[str] | frozenset[str] = frozenset(), recency: float = RECENCY) -> list[S.Step]:
+def pack(
+    material: Sequence[Material] | _Read,
+    budget: int,
+    counter: CountsTokens,
+    *,
+    known: set[str] | frozenset[str] = frozenset(),
+    recency: float = RECENCY,
+) -> list[S.Step]:
     """The steps of ``material`` (oldest first; or its pieces, ``read`` once for several budgets) cut to about
     ``budget`` tokens of JSON, best pieces first (see the module docstring). ``known``: names the reader has
     elsewhere (the messages kept verbatim). A step of which nothing is taken is left out. The caller checks the

@@ -64,14 +64,22 @@ class _Section:
     fields: tuple[_Field, ...] = ()
 
 
-_STEP = (_Field("said", "said", optional=True), _Field("code", "code", many=True, optional=True),
-         _Field("ran", "ran", with_outcome=True), _Field("saw", "saw", many=True, optional=True))
+_STEP = (
+    _Field("said", "said", optional=True),
+    _Field("code", "code", many=True, optional=True),
+    _Field("ran", "ran", with_outcome=True),
+    _Field("saw", "saw", many=True, optional=True),
+)
 _TOOL = (_Field("tool", "tool"), _Field("target", "target"), _Field("outcome", "outcome"))
 SECTIONS: tuple[_Section, ...] = (
     _Section("User constraints", ("user_constraints",), "strings"),
     _Section("Decisions", ("decisions",), "objects", (_Field("decision", None), _Field("rationale", "because"))),
-    _Section("Failed attempts", ("failed_attempts",), "objects",
-             (_Field("approach", None), _Field("reason_failed", "failed"))),
+    _Section(
+        "Failed attempts",
+        ("failed_attempts",),
+        "objects",
+        (_Field("approach", None), _Field("reason_failed", "failed")),
+    ),
     _Section("Tool calls", ("tool_calls_summary",), "tool_calls", _TOOL),
     _Section("Recent narrative", ("recent_narrative",), "text"),
     _Section("Completed", ("task_state", "completed"), "strings"),
@@ -161,7 +169,7 @@ def _items(lines: list[tuple[int, str]]) -> Iterator[list[tuple[int, str]]]:
 
 def _continuation(number: int, line: str, indent: str) -> str:
     if line.startswith(indent):
-        return line[len(indent):]
+        return line[len(indent) :]
     if not line.strip():  # trailing whitespace stripped by a client
         return ""
     raise MarkdownSummaryError(f"line {number}: expected a line indented by {len(indent)} spaces, got {line[:40]!r}")
@@ -207,8 +215,9 @@ def _object_item(section: _Section, item: list[tuple[int, str]]) -> dict[str, An
                     label, sep, rest = body[:-1], ":", ""
                 field, outcome = labels.get(label, (None, None)) if sep else (None, None)
             if field is None:
-                raise MarkdownSummaryError(f"line {number}: expected one of {', '.join(labels)} in {section.title}, "
-                                           f"got {line[:40]!r}")
+                raise MarkdownSummaryError(
+                    f"line {number}: expected one of {', '.join(labels)} in {section.title}, got {line[:40]!r}"
+                )
             close()
             current, parts = field, [rest]
             if outcome is not None:
@@ -287,7 +296,7 @@ def parse_body(body: str) -> CompressedContext | None:
     if body.startswith(MARKDOWN_TITLE + "\n") or body == MARKDOWN_TITLE:
         end = body.find("\n" + MARKDOWN_END)
         markdown = body if end < 0 else body[:end]
-        if end >= 0 and body[end + 1 + len(MARKDOWN_END):][:1] not in ("", "\n"):
+        if end >= 0 and body[end + 1 + len(MARKDOWN_END) :][:1] not in ("", "\n"):
             return None
         try:
             return from_markdown(markdown)
@@ -300,5 +309,14 @@ def parse_body(body: str) -> CompressedContext | None:
         return None
 
 
-__all__ = ["MARKDOWN_END", "MARKDOWN_TITLE", "MarkdownSummaryError", "RENDERS", "Render", "from_markdown",
-           "parse_body", "render_body", "to_markdown"]
+__all__ = [
+    "MARKDOWN_END",
+    "MARKDOWN_TITLE",
+    "MarkdownSummaryError",
+    "RENDERS",
+    "Render",
+    "from_markdown",
+    "parse_body",
+    "render_body",
+    "to_markdown",
+]

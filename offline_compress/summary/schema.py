@@ -92,7 +92,8 @@ class CompressedContext(_Strict):
     task_state: TaskState = TaskState()
     # Added after the seed's six fields (which stay as they were): the verbatim work log, oldest step first.
     work_log: Annotated[list[Step], Field(max_length=MAX_STEPS)] = Field(
-        default=[], description="What the agent said, ran and saw at each step, verbatim, oldest first.")
+        default=[], description="What the agent said, ran and saw at each step, verbatim, oldest first."
+    )
 
     def to_json(self) -> str:
         """Canonical bytes: fixed key order, no extra whitespace, UTF-8 kept. Same document, same string."""

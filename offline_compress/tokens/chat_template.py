@@ -107,8 +107,9 @@ def render(template: ChatTemplate, messages: Sequence[MessageLike]) -> str:
     return "".join(template.segments(messages))
 
 
-def render_official_gemma3(messages: Sequence[Mapping[str, Any]], bos_token: str = "",
-                           add_generation_prompt: bool = False) -> str:
+def render_official_gemma3(
+    messages: Sequence[Mapping[str, Any]], bos_token: str = "", add_generation_prompt: bool = False
+) -> str:
     """``GEMMA3_CHAT_TEMPLATE`` rendered with jinja2 the way transformers does: the reference for tests."""
     from jinja2.exceptions import TemplateError
     from jinja2.sandbox import ImmutableSandboxedEnvironment
@@ -149,8 +150,12 @@ def _light(raw: Any, index: int) -> _Light:
         get = raw.get
         if get("tool_calls") is None:
             role, content, call_id, name = get("role"), get("content"), get("tool_call_id"), get("name")
-            if (role in _PLAIN_ROLES and type(content) is str and (call_id is None or type(call_id) is str)
-                    and (name is None or type(name) is str)):
+            if (
+                role in _PLAIN_ROLES
+                and type(content) is str
+                and (call_id is None or type(call_id) is str)
+                and (name is None or type(name) is str)
+            ):
                 return _new_tuple(PlainMessage, (role, content, None, call_id, name))
     elif isinstance(raw, Message):
         return raw
@@ -187,7 +192,9 @@ def _tool_call_line(call: ToolCall) -> str:
         arguments: Any = json.loads(call.function.arguments) if call.function.arguments else {}
         return json.dumps({**record, "name": call.function.name, "arguments": arguments}, ensure_ascii=False)
     except (ValueError, RecursionError):  # not JSON, or nested deeper than Python parses: the text as it is
-        return json.dumps({**record, "name": call.function.name, "arguments": call.function.arguments}, ensure_ascii=False)
+        return json.dumps(
+            {**record, "name": call.function.name, "arguments": call.function.arguments}, ensure_ascii=False
+        )
 
 
 def _tool_header(message: _Light) -> str:
@@ -258,14 +265,14 @@ class Gemma3Template:
                 pending.clear()
             elif role == "assistant":
                 if pending:  # no user turn follows: each waiting system message is a user turn of its own
-                    out[-len(pending):] = [Turn("user", p) for p in pending]
+                    out[-len(pending) :] = [Turn("user", p) for p in pending]
                     pending.clear()
                 out.append(_new_tuple(Turn, ("model", m, ())))
             else:
                 pending.append(m)
                 out.append(_new_tuple(Turn, ("", m, ())))
         if pending:
-            out[-len(pending):] = [Turn("user", p) for p in pending]
+            out[-len(pending) :] = [Turn("user", p) for p in pending]
         return out
 
     def segments(self, messages: Sequence[MessageLike]) -> list[str]:
@@ -317,7 +324,7 @@ class HFChatTemplate:
     def render(self, messages: Sequence[MessageLike]) -> str:
         msgs = [m.to_openai() for m in to_messages(messages)]
         try:
-            return self._tokenizer.apply_chat_template(msgs, tokenize=False)
+            return str(self._tokenizer.apply_chat_template(msgs, tokenize=False))
         except Exception as err:  # jinja2 TemplateError from raise_exception, or a template bug
             raise TokenizerError(f"chat template of {self.folder} failed: {err}") from None
 

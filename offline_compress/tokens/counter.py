@@ -17,6 +17,7 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
+from ..history.messages import Message, valid_utf8
 from .chat_template import (
     ChatTemplate,
     Gemma3Template,
@@ -29,7 +30,6 @@ from .chat_template import (
     turn_key,
 )
 from .gguf import load_target_tokenizer
-from ..history.messages import Message, valid_utf8
 
 DEFAULT_CACHE_SIZE = 65536  # entries
 DEFAULT_CACHE_CHARS = 64 << 20  # characters of message text that turn keys may keep alive
@@ -66,8 +66,9 @@ class TokenCounter:
         if template is None and isinstance(tokenizer, (str, Path)) and Path(tokenizer).is_dir():
             template = HFChatTemplate(tokenizer)
         # Anything with tokenizers' encode/encode_batch will do (tests pass a counting wrapper).
-        self.tokenizer = load_target_tokenizer(tokenizer) if tokenizer is None or isinstance(tokenizer, (str, Path)) \
-            else tokenizer
+        self.tokenizer = (
+            load_target_tokenizer(tokenizer) if tokenizer is None or isinstance(tokenizer, (str, Path)) else tokenizer
+        )
         self.template: ChatTemplate = resolve_template(template)
         self.cache_size = max(0, cache_size)
         self.cache_chars = max(0, cache_chars)
@@ -99,8 +100,9 @@ class TokenCounter:
             return [len(self.tokenizer.encode(clean[0], add_special_tokens=False))]
         return [len(e) for e in self.tokenizer.encode_batch(clean, add_special_tokens=False)]
 
-    def _count_keyed(self, keys: Sequence[Hashable], render: Callable[[int], str],
-                     chars: Callable[[int], int]) -> list[int]:
+    def _count_keyed(
+        self, keys: Sequence[Hashable], render: Callable[[int], str], chars: Callable[[int], int]
+    ) -> list[int]:
         """Counts for items ``i`` with cache key ``keys[i]``; misses are rendered and encoded in one batch."""
         counts: list[int] = [0] * len(keys)
         todo: dict[Hashable, list[int]] = {}

@@ -144,8 +144,11 @@ def exactness_problems(meta: dict[str, Any]) -> list[str]:
             starts.setdefault(tok[:k], []).append(tok)
     for tok in special:
         for k in range(1, len(tok)):
-            clash = [o for o in starts.get(tok[k:], ()) if o != tok and not (
-                _same_char_run(tok) and _same_char_run(o) and tok[0] == o[0])]
+            clash = [
+                o
+                for o in starts.get(tok[k:], ())
+                if o != tok and not (_same_char_run(tok) and _same_char_run(o) and tok[0] == o[0])
+            ]
             if clash:
                 problems.append(f"special tokens {tok!r} and {clash[0]!r} overlap")
                 break
@@ -159,11 +162,12 @@ def _build_tokenizer(meta: dict[str, Any]) -> Tokenizer:
         # llama.cpp keeps the last id of a duplicated text; a BPE vocab cannot express two ids for one text.
         raise TokenizerError("GGUF vocabulary has duplicate token texts")
     unk = tokens[meta["unk"]] if isinstance(meta["unk"], int) and 0 <= meta["unk"] < len(tokens) else None
-    model = BPE(vocab=vocab, merges=_spm_merges(tokens, meta["scores"]), unk_token=unk, byte_fallback=True,
-                fuse_unk=False)
+    model = BPE(
+        vocab=vocab, merges=_spm_merges(tokens, meta["scores"]), unk_token=unk, byte_fallback=True, fuse_unk=False
+    )
     tok = Tokenizer(model)
 
-    norm = [normalizers.Replace(" ", "▁")]
+    norm: list[Any] = [normalizers.Replace(" ", "▁")]
     dec: list[Any] = [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]
     if meta["add_space_prefix"]:
         # llama.cpp prefixes every raw fragment (each follows a special token or the start): same as per-piece.
@@ -173,8 +177,9 @@ def _build_tokenizer(meta: dict[str, Any]) -> Tokenizer:
     tok.decoder = decoders.Sequence(dec)
 
     added = [
-        AddedToken(tokens[i], special=t != _USER_DEFINED, normalized=False, lstrip=False, rstrip=False,
-                   single_word=False)
+        AddedToken(
+            tokens[i], special=t != _USER_DEFINED, normalized=False, lstrip=False, rstrip=False, single_word=False
+        )
         for i, t in enumerate(meta["types"])
         if t in _SPLIT_OUT_TYPES and tokens[i]
     ]
@@ -306,4 +311,3 @@ def load_target_tokenizer(spec: str | Path | None = None) -> Tokenizer:
 
 def _looks_like_path(spec: str) -> bool:
     return os.sep in spec or "/" in spec or spec.endswith((".gguf", ".json")) or Path(spec).exists()
-
