@@ -13,6 +13,7 @@ from offline_compress.errors import OfflineCompressError, one_line
 
 from .ab_live import add_ab_parser
 from .bench import add_bench_parser
+from .bench_reliability import add_reliability_parser
 from .load import add_load_test_parser
 from .replay import add_ab_replay_parser
 from .summary_eval import add_eval_parser
@@ -25,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     add_eval_parser(sub)
     add_bench_parser(sub)
+    add_reliability_parser(sub)
     add_ab_replay_parser(sub)
     add_ab_parser(sub)
     add_load_test_parser(sub)

@@ -2,6 +2,7 @@
 """What the redaction finds in real histories, and how long it takes.
 
     scripts/measure_redaction.py [PATHS ...] [--json OUT] [--reps 3] [--timing-only] [--compare-with REF]
+                                 [--worst-cases CHARS]
 
 Loads every history under PATHS (default ``../shared/trajectories``) with the project's importers, runs
 ``offline_compress.secrets.redact.find_secrets`` over every message text and every tool call's arguments, and prints
@@ -10,7 +11,8 @@ each find (kind, file, message, the matched text with a little context) and the 
 ``--compare-with REF`` the ``redact.py`` of git revision REF (a self-contained module before detect-secrets
 came in) is timed too, alternating with the current one rep by rep, so both see the same machine load.
 The sources hold no real credentials, so every find listed is a false positive to read and fix by rule
-(docs/secrets.md).
+(docs/secrets.md). ``--worst-cases CHARS`` also times each of the reliability benchmark's worst cases
+(``evaluation.bench_reliability.WORST_CASES``) at CHARS characters and reports MB/s beside the real texts'.
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--timing-only", action="store_true")
     ap.add_argument("--compare-with", metavar="REF", help="also time redact.py of this git revision (e.g. main)")
+    ap.add_argument("--worst-cases", type=int, metavar="CHARS", help="also time the worst cases at CHARS characters")
     args = ap.parse_args(argv)
 
     loaded: dict[str, tuple[str, list[tuple[int, str]]]] = {}
@@ -131,6 +134,16 @@ def main(argv: list[str] | None = None) -> int:
         "mini_swe_agent_texts": len(mini),
         "cpu_seconds_mini_swe_agent": time_passes(finders, mini, args.reps),
     }
+    timing["mb_per_s_all"] = {name: round(chars / s / 1e6, 2) for name, s in timing["cpu_seconds_all"].items() if s}
+    if args.worst_cases:
+        from evaluation.bench_reliability import WORST_CASES
+
+        worst = {}
+        for name, make in WORST_CASES.items():
+            text = make(args.worst_cases)
+            seconds = time_passes({"current": find_secrets}, [text], args.reps)["current"]
+            worst[name] = round(len(text) / max(seconds, 1e-6) / 1e6, 2)
+        timing["mb_per_s_worst_cases"] = worst
     for f in finds:
         print(f"{f['kind']:<16} {Path(f['file']).name}:{f['message']}  {f['context']!r}")
     by_kind: dict[str, int] = {}

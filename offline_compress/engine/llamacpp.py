@@ -9,9 +9,11 @@ llama-cpp-python's own prefix reuse, so we restore a saved state of the fixed pr
 
 from __future__ import annotations
 
+import atexit
 import json
 import time
 import warnings
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -66,7 +68,7 @@ class LlamaCppBackend:
         self.adaptive_threads = n_threads is None
         self.n_threads = n_threads or default_threads()
         try:
-            self.llm = llama_cpp.Llama(
+            self.llm: Any = llama_cpp.Llama(
                 model_path=str(self.model_path),
                 n_ctx=n_ctx,
                 n_threads=self.n_threads,
@@ -91,18 +93,34 @@ class LlamaCppBackend:
         with warnings.catch_warnings():
             # llguidance's vocabulary import calls a llama.cpp function deprecated in 0.3.36 once per token (262k).
             warnings.simplefilter("ignore", DeprecationWarning)
-            self._outlines_model = outlines.from_llamacpp(self.llm, chat_mode=False)
+            self._outlines_model: Any = outlines.from_llamacpp(self.llm, chat_mode=False)
         self._generators: dict[str, Any] = {}
         self._prefix_states: dict[str, tuple[list[int], Any]] = {}
         self._fast_decoder: Any = None
+        self.closed = False
+        _loaded.add(self)
 
     def close(self) -> None:
+        """Free the model, its context and the decoders now; idempotent. Every reference this backend holds to
+        a llama.cpp object is dropped, so nothing of it is left for the garbage collector to free during
+        interpreter shutdown (see ``_close_loaded``)."""
+        if self.closed:
+            return
+        self.closed = True
+        _loaded.discard(self)
+        if self._fast_decoder is not None:
+            self._fast_decoder.close()  # its worker thread evaluates on the context: stop it first
+        self._fast_decoder = None
         self._generators.clear()
         self._prefix_states.clear()
-        self.llm.close()
+        self._outlines_model = None
+        llm, self.llm = self.llm, None
+        llm.close()
 
     # -- tokens ---------------------------------------------------------------------------------------------
     def tokenize(self, text: str, *, add_bos: bool = False) -> list[int]:
+        if self.closed:
+            raise BackendError(f"{self.model_path}: this backend was closed")
         return self.llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
 
     def count(self, text: str) -> int:
@@ -240,3 +258,18 @@ class LlamaCppBackend:
             mask_seconds=result.mask_seconds,
             stop_reason=result.stop_reason,
         )
+
+
+# Backends whose model is loaded. At interpreter exit, while llama-cpp-python's modules still exist, each is
+# closed: a Llama left to the garbage collector is freed during module teardown, when llama_cpp's globals are
+# already None, and its __del__ prints "TypeError: 'NoneType' object is not callable" (or an AttributeError
+# from contextlib) after a successful run (issue 22).
+_loaded: weakref.WeakSet[LlamaCppBackend] = weakref.WeakSet()
+
+
+def _close_loaded() -> None:
+    for backend in list(_loaded):
+        backend.close()
+
+
+atexit.register(_close_loaded)

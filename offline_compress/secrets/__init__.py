@@ -1,7 +1,8 @@
 """Secrets: detection (``patterns``: vendor key shapes, private-key blocks, assignments and flags; ``detectors``:
-detect-secrets' plugins, keyword and entropy detectors, run offline) over a line index of the text (``line_view``),
-and redaction to ``[REDACTED:kind]`` of texts, messages and tool-call arguments (``redact``) and, last, of every
-string of a finished summary (``summary``). Nothing here touches the network."""
+detect-secrets' plugins, keyword and entropy detectors, run offline, their regexes with bounded repetitions,
+``bounded``) over a line index of the text (``line_view``), and redaction to ``[REDACTED:kind]`` of texts,
+messages and tool-call arguments (``redact``) and, last, of every string of a finished summary (``summary``).
+Linear in the text, whatever it holds. Nothing here touches the network."""
 
 from __future__ import annotations
 

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 
 Span = tuple[int, int]
 
+MAX_LINE = 1000  # detect-secrets' indirect-reference heuristic skips longer lines (heuristic.is_indirect_reference)
+
 
 def lower_same_length(text: str) -> str:
     """``text.lower()`` when it keeps every offset; else ASCII-only lowering (a few characters, such as 'İ',
@@ -69,9 +71,11 @@ class LineView:
 
     def __init__(self, text: str, lines: list[Span]) -> None:
         self.source = text
+        self.lines = lines
         self.text = "\n".join(text[a:b] for a, b in lines)
         self._view_starts: list[int] = []
         self._text_starts: list[int] = []
+        self._first_ends: dict[tuple[int, re.Pattern[str]], int | None] = {}
         pos = 0
         for a, b in lines:
             self._view_starts.append(pos)
@@ -86,11 +90,35 @@ class LineView:
         line_end = self._view_starts[i + 1] - 1 if i + 1 < len(self._view_starts) else len(self.text)
         return span[0] + shift, min(span[1], line_end) + shift
 
+    def _line_index(self, pos: int) -> int:
+        return bisect.bisect_right(self._view_starts, pos) - 1
+
+    def column(self, pos: int) -> int:
+        """The offset of view position ``pos`` in its source line."""
+        return pos - self._view_starts[self._line_index(pos)]
+
+    def first_match_end(self, pos: int, pattern: re.Pattern[str]) -> int | None:
+        """Where the first match of ``pattern`` in the source line holding ``pos`` ends (an offset in the
+        line), or None: one search per line and pattern, however many finds the line holds."""
+        i = self._line_index(pos)
+        key = (i, pattern)
+        if key not in self._first_ends:
+            start, end = self.lines[i]
+            m = pattern.search(self.source[start:end])  # the line alone: '^' is its start
+            self._first_ends[key] = None if m is None else m.end()
+        return self._first_ends[key]
+
     def line_of(self, pos: int) -> str:
-        """The source line that holds view position ``pos``."""
-        a, _ = self.to_source((pos, pos))
-        start, end = line_span(self.source, a)
-        return self.source[start:end]
+        """The source line that holds view position ``pos``; of a line longer than ``MAX_LINE`` characters,
+        the ``MAX_LINE + 1`` of them around ``pos`` (a heuristic that reads the line then costs a bounded
+        amount per find, however long the line; detect-secrets' own skip lines over ``MAX_LINE``)."""
+        i = self._line_index(pos)
+        start, end = self.lines[i]
+        if end - start <= MAX_LINE:
+            return self.source[start:end]
+        at = pos - self._view_starts[i] + start
+        left = max(start, min(at - MAX_LINE // 2, end - MAX_LINE - 1))
+        return self.source[left : left + MAX_LINE + 1]
 
 
 # A run of 20 characters of the alphabets keys are written in (base64, base64url, hex, with '='): every

@@ -1,6 +1,7 @@
 """Token counting as the target model sees a history: its tokenizer (``gguf``: derived from a GGUF's own vocabulary,
 or a ``tokenizer.json``), its chat template (``chat_template``: Gemma 3, or a Hugging Face folder's), and the exact,
-incremental, cached counter (``counter.TokenCounter``). ``protocol.CountsTokens`` is what the rest of the library
+incremental, cached counter (``counter.TokenCounter``, which counts a long text in pieces cut where no token can
+span: ``pieces``). ``protocol.CountsTokens`` is what the rest of the library
 asks of a counter, so a test or a caller may pass any object with those methods.
 
 The counter and the tokenizer load on first use (``default_counter``), never at import."""

@@ -4,6 +4,10 @@
 equals ``len(llama.cpp tokenize(full rendering, add_bos=True, special=True))`` because segments meet at special
 tokens (see chat_template.py). Each segment's count is cached (LRU-bounded; see ``TokenCounter``), so after an agent
 appends a message only the new segment is rendered and encoded; unchanged messages cost a dictionary lookup.
+
+Memory stays proportional to the text, not to its tokens: a segment longer than ``pieces.PIECE_CHARS`` is
+encoded in pieces cut where no token can span (``pieces.py``), and texts go to the tokenizer in batches of at
+most ``BATCH_CHARS`` characters (each ``Encoding`` costs ~250 bytes a token while its batch lives).
 """
 
 from __future__ import annotations
@@ -30,9 +34,11 @@ from .chat_template import (
     turn_key,
 )
 from .gguf import load_target_tokenizer
+from .pieces import PIECE_CHARS, CutRules, cut_rules, pieces
 
 DEFAULT_CACHE_SIZE = 65536  # entries
 DEFAULT_CACHE_CHARS = 64 << 20  # characters of message text that turn keys may keep alive
+BATCH_CHARS = 1 << 20  # characters per encode_batch call: ~300k tokens, ~75 MB of Encodings at once
 
 
 _EMPTY = object()  # key of an empty segment (a folded system message): 0 tokens, never cached or encoded
@@ -80,6 +86,8 @@ class TokenCounter:
         self.encoded = 0  # texts actually sent to the tokenizer
         # (messages of the last count, running sums of their per-message counts): see ``count``
         self._memo: tuple[list[Any], list[int]] = ([], [0])
+        self.piece_chars = PIECE_CHARS
+        self._cut_rules: CutRules | None | bool = False  # False: not read off the tokenizer yet
 
     # -- cache -------------------------------------------------------------------------------------------
 
@@ -93,12 +101,39 @@ class TokenCounter:
             _, (_, dropped) = self._cache.popitem(last=False)
             self._chars -= dropped
 
+    def _rules(self) -> CutRules | None:
+        if self._cut_rules is False:
+            self._cut_rules = cut_rules(self.tokenizer)  # reads the vocabulary once (~0.3 s for Gemma's)
+        return self._cut_rules  # type: ignore[return-value]  # no longer False
+
     def _encode_counts(self, texts: list[str]) -> list[int]:
-        clean = [valid_utf8(t) for t in texts]  # lone surrogates cannot go to the Rust tokenizer
-        self.encoded += len(clean)
-        if len(clean) == 1:
-            return [len(self.tokenizer.encode(clean[0], add_special_tokens=False))]
-        return [len(e) for e in self.tokenizer.encode_batch(clean, add_special_tokens=False)]
+        """Token counts of ``texts``: long ones in pieces, all in batches of at most ``BATCH_CHARS``."""
+        self.encoded += len(texts)
+        if len(texts) == 1 and len(texts[0]) <= self.piece_chars:
+            return [len(self.tokenizer.encode(valid_utf8(texts[0]), add_special_tokens=False))]
+        counts = [0] * len(texts)
+        batch: list[str] = []
+        owners: list[int] = []
+        size = 0
+        for i, text in enumerate(texts):
+            split = pieces(text, self._rules() if len(text) > self.piece_chars else None, self.piece_chars)
+            for piece in split:
+                batch.append(valid_utf8(piece))  # lone surrogates cannot go to the Rust tokenizer
+                owners.append(i)
+                size += len(piece)
+                if size >= BATCH_CHARS:
+                    self._add_batch(batch, owners, counts)
+                    batch, owners, size = [], [], 0
+        if batch:
+            self._add_batch(batch, owners, counts)
+        return counts
+
+    def _add_batch(self, batch: list[str], owners: list[int], counts: list[int]) -> None:
+        if len(batch) == 1:
+            counts[owners[0]] += len(self.tokenizer.encode(batch[0], add_special_tokens=False))
+            return
+        for owner, encoding in zip(owners, self.tokenizer.encode_batch(batch, add_special_tokens=False)):
+            counts[owner] += len(encoding)
 
     def _count_keyed(
         self, keys: Sequence[Hashable], render: Callable[[int], str], chars: Callable[[int], int]
