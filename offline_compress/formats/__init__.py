@@ -8,9 +8,13 @@ in its format; ``auto`` tries them in order and, when none fits, reports every f
 
 Formats (in ``auto`` order): ``mini-swe-agent`` (``.traj.json``), ``swe-agent`` (``.traj``), ``openhands``
 (V0 event stream), ``openhands-eval`` (OpenHands' evaluation ``output.jsonl``: one object per instance;
-``instance=`` picks one when there are several), ``aider`` (markdown chat log), ``openai`` (JSON list /
-JSONL / ``{messages}``). mini-swe-agent comes before openai because its files also parse as plain OpenAI
-messages: the messages are the same either way, but ``auto`` then names the agent.
+``instance=`` picks one when there are several), ``codex`` (Codex CLI rollout JSONL), ``openhands-v1``
+(OpenHands software-agent-sdk event stream: a folder of ``event-*.json`` files, or JSONL), ``moatless``
+(Moatless Tools ``trajectory.json``: the final branch of its node tree), ``debug-gym`` (debug-gym run log),
+``openhands-completions`` (OpenHands 0.15 litellm completion log), ``aider`` (markdown chat log),
+``claude-code`` (Claude Code session JSONL), ``anthropic`` (Anthropic Messages body or message list), ``openai``
+(JSON list / JSONL / ``{messages}``). mini-swe-agent comes before openai because its files also parse as plain
+OpenAI messages: the messages are the same either way, but ``auto`` then names the agent.
 
 Any of them may be gzip-compressed (``.gz``): the gzip magic number is what counts, not the name.
 """
@@ -27,11 +31,18 @@ from pathlib import Path
 from ..errors import InputError
 from ..history.messages import Message
 from .aider import load_aider
+from .anthropic import load_anthropic
+from .claude_code import load_claude_code
+from .codex import load_codex
+from .debug_gym import load_debug_gym
 from .imported import Imported, LoadedHistory
 from .mini_swe_agent import load_mini_swe_agent
+from .moatless import load_moatless
 from .openai import decode_text, load_openai
 from .openhands import load_openhands
+from .openhands_completions import load_openhands_completions
 from .openhands_eval import InstanceChoiceError, load_openhands_eval
+from .openhands_v1 import load_openhands_v1
 from .swe_agent import load_swe_agent
 
 Importer = Callable[[str, str], "list[Message] | Imported"]
@@ -43,7 +54,14 @@ IMPORTERS: dict[str, Importer] = {
     "swe-agent": load_swe_agent,
     "openhands": load_openhands,
     "openhands-eval": load_openhands_eval,
+    "codex": load_codex,  # Codex CLI rollout JSONL
+    "openhands-v1": load_openhands_v1,  # OpenHands SDK (V1) events: an event folder, or JSONL
+    "moatless": load_moatless,
+    "debug-gym": load_debug_gym,
+    "openhands-completions": load_openhands_completions,  # before openai: its files hold a messages list
     "aider": load_aider,
+    "claude-code": load_claude_code,  # Claude Code session JSONL
+    "anthropic": load_anthropic,  # before openai, which would read Anthropic blocks as content parts
     "openai": load_openai,
 }
 
@@ -68,6 +86,8 @@ def read_source(path: str | Path) -> tuple[str, str]:
     if str(path) == "-":
         return decode_text(decompress(sys.stdin.buffer.read(), "<stdin>"), "<stdin>"), "<stdin>"
     p = Path(path)
+    if p.is_dir():
+        return read_event_folder(p), str(p)
     try:
         data = p.read_bytes()
     except FileNotFoundError:
@@ -77,6 +97,33 @@ def read_source(path: str | Path) -> tuple[str, str]:
     except OSError as err:
         raise InputError(f"cannot read: {err.strerror}", source=str(p)) from None
     return decode_text(decompress(data, str(p)), str(p)), str(p)
+
+
+def _event_number(path: Path) -> tuple[int, str]:
+    number = path.name.split("-")[1] if path.name.count("-") else ""
+    return (int(number) if number.isdigit() else -1, path.name)
+
+
+def _event_files(folder: Path) -> list[Path]:
+    return [*folder.glob("event-*.json"), *folder.glob("event-*.json.gz")]
+
+
+def read_event_folder(path: Path) -> str:
+    """An OpenHands V1 events folder (``event_service/events``, or the conversation folder above it) as JSONL:
+    its ``event-*.json`` files (gzip-compressed ones too) in event-number order, one line each."""
+    folder = next((d for d in (path, path / "event_service" / "events") if _event_files(d)), None)
+    if folder is None:
+        raise InputError("is a directory without OpenHands V1 event files (event-*.json)", source=str(path))
+    lines = []
+    for file in sorted(_event_files(folder), key=_event_number):
+        try:
+            text = decode_text(decompress(file.read_bytes(), str(file)), str(file))
+        except (InputError, OSError) as err:  # a line that is not JSON: the importer skips and reports it
+            lines.append(f"<unreadable event file {file.name}: {getattr(err, 'problem', None) or err}>")
+            continue
+        # Valid JSON holds line breaks only as whitespace between tokens: one file stays one line.
+        lines.append(text.strip().replace("\r", " ").replace("\n", " "))
+    return "\n".join(lines)
 
 
 def parse_history_report(text: str, source: str, fmt: str = "auto", *, instance: str | None = None) -> LoadedHistory:

@@ -1,5 +1,9 @@
 """Where to cut a history into (to compress | keep): the last ``keep_last`` messages stay, and the cut never
-separates an assistant tool call from its results: it moves earlier instead."""
+separates an assistant tool call from its results: it moves earlier instead.
+
+Calls and results are matched by id (``call_spans``), not only by "the next message is tool output": a Responses
+history lists parallel calls as separate items (``call A, call B, result A, result B``), where a cut between the
+two calls would leave result A after the cut and its call before it."""
 
 from __future__ import annotations
 
@@ -9,15 +13,51 @@ from .conventions import is_tool_output
 from .messages import Message
 
 
+def call_spans(messages: Sequence[Message]) -> list[tuple[int, int]]:
+    """(first, last) message index of each tool call and a result answering it, matched by id: the call
+    (``tool_calls[].id``) and a ``tool`` message with that ``tool_call_id``, in either order (a result before
+    its call is read as a pair too). An id used again after its result pairs with its latest call; a result
+    whose id names no call makes no span (``is_tool_output`` keeps it with the message before it)."""
+    calls: dict[str, int] = {}  # id -> index of its latest call
+    early: dict[str, int] = {}  # id -> index of a result seen before any call with that id
+    spans: list[tuple[int, int]] = []
+    for i, m in enumerate(messages):
+        for call in m.tool_calls or ():
+            if call.id:
+                if call.id in early:
+                    spans.append((early.pop(call.id), i))
+                calls[call.id] = i
+        if m.role == "tool" and m.tool_call_id:
+            start = calls.get(m.tool_call_id)
+            if start is None:
+                early.setdefault(m.tool_call_id, i)
+            elif start < i:
+                spans.append((start, i))
+    return spans
+
+
+def _straddling(spans: Sequence[tuple[int, int]], boundary: int) -> list[tuple[int, int]]:
+    """The spans a boundary before message ``boundary`` would split."""
+    return [(a, b) for a, b in spans if a < boundary <= b]
+
+
 def cut_index(messages: Sequence[Message], keep_last: int = 5) -> int:
     """Index of the first kept message; ``messages[:cut]`` are compressed. 0 means nothing can be compressed."""
     if keep_last < 0:
         raise ValueError(f"keep_last must be >= 0, got {keep_last}")
     cut = max(len(messages) - keep_last, 0)
-    # A result at the cut belongs with the call before it: keep both. "Result" as the extractor defines it
-    # (tool messages, and the harness output agents like mini-swe-agent send back as user messages).
-    while 0 < cut < len(messages) and is_tool_output(messages, cut):
-        cut -= 1
+    spans = call_spans(messages)
+    while 0 < cut < len(messages):
+        # A result at the cut belongs with the call before it: keep both. "Result" as the extractor defines it
+        # (tool messages, and the harness output agents like mini-swe-agent send back as user messages).
+        if is_tool_output(messages, cut):
+            cut -= 1
+            continue
+        # A call before the cut answered after it (or the reverse): the cut moves to the earliest of them.
+        split = _straddling(spans, cut)
+        if not split:
+            break
+        cut = min(a for a, _ in split)
     return cut
 
 
@@ -41,8 +81,15 @@ def head_end(messages: Sequence[Message], keep_first: int | None = None, *, is_s
             i += 1
     else:
         i = min(keep_first, stop)
-        while 0 < i < stop and is_tool_output(messages, i):
-            i += 1
+        spans = call_spans(messages)
+        while 0 < i < stop:
+            if is_tool_output(messages, i):
+                i += 1
+                continue
+            split = _straddling(spans, i)  # a call in the head answered after it: the head takes the answers
+            if not split:
+                break
+            i = min(max(b for _, b in split) + 1, stop)
     return i
 
 
@@ -54,6 +101,6 @@ def starts_with(messages: Sequence[Message], prefix: Sequence[Message]) -> bool:
 
 
 def splits_a_call(messages: Sequence[Message], head: int, cut: int) -> bool:
-    """A tool message after ``cut`` answers a call made in ``[head, cut)`` (a result that came late)."""
-    ids = {c.id for m in messages[head:cut] for c in m.tool_calls or () if c.id}
-    return bool(ids) and any(m.role == "tool" and m.tool_call_id in ids for m in messages[cut:])
+    """A tool message after ``cut`` answers a call made in ``[head, cut)`` (a result that came late), or the
+    reverse, matched by id."""
+    return any(head <= a < cut <= b for a, b in call_spans(messages))

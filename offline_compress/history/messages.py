@@ -5,6 +5,27 @@ typed-dict params are dicts) or message objects of the OpenAI SDK and similar py
 (``ChatCompletionMessage``, litellm's ``Message``): those are read through ``model_dump(exclude_none=True)``.
 Unknown keys are ignored on the way in; the caller's own dicts and objects are never modified (we validate
 copies).
+
+OpenAI Responses-API items are read too, one item to one message. Agents on the Responses API (Codex CLI;
+mini-swe-agent's ``*_response`` models) keep a history of *items*, not chat messages; the hook maps ``parsed[i]``
+back to the caller's ``originals[i]``, so an item is never dropped or merged here (an importer reading a file may
+group them):
+
+* ``message`` -> a message of its role; ``input_text`` / ``output_text`` parts become ``text`` parts, a
+  ``refusal`` its text, ``input_image`` an ``image_url`` part; other parts are kept as they are;
+* ``function_call`` -> an assistant message with one tool call (id = ``call_id``, the arguments string as the
+  model wrote it); ``custom_tool_call`` likewise, of type ``custom``, the raw ``input`` as its arguments;
+  ``local_shell_call`` too, its ``action`` object as JSON;
+* ``function_call_output`` / ``custom_tool_call_output`` / ``local_shell_call_output`` -> a tool message
+  answering ``call_id``; the output text as it is (Codex's ``{"output": ..., "metadata": ...}`` JSON string is
+  what the model read, so it stays that string); an output given as content parts becomes those parts;
+* ``reasoning`` -> an assistant message whose content is the summary text, ``""`` when the summary is empty
+  (encrypted-only reasoning): an empty string, not ``None``, so the rule "content is None and no tool_calls" is
+  not broken and the item keeps its message;
+* ``web_search_call`` (a hosted tool: no output item follows) -> an assistant message naming the search.
+
+Any other item ``type`` (``item_reference``, ``compaction``, hosted tools such as ``computer_call``, ...) is an
+``InputError`` naming the index and the type: its content cannot be read offline.
 """
 
 from __future__ import annotations
@@ -120,6 +141,117 @@ class Message(BaseModel):
         return self.model_dump(mode="json", exclude_none=True)
 
 
+# --------------------------------------------------------------------------------- Responses-API items
+
+CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
+OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
+ITEM_TYPES = frozenset({"message", "reasoning", "web_search_call", *CALLS, *OUTPUTS})
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
+
+
+def is_item(raw: Mapping[str, Any]) -> bool:
+    """``raw`` is a Responses item rather than a chat message: a known item ``type``, or a ``type`` and no
+    ``role`` (a chat message with an unexpected ``type`` key still reads as the chat message it is)."""
+    kind = raw.get("type")
+    return isinstance(kind, str) and (kind in ITEM_TYPES or "role" not in raw)
+
+
+def chat_parts(parts: list[Any]) -> list[dict[str, Any]]:
+    """Responses content parts as chat parts (new dicts; the caller's are not touched)."""
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        if not isinstance(part, Mapping):
+            out.append({"type": "text", "text": str(part)})
+            continue
+        kind = part.get("type")
+        if kind in _TEXT_PARTS and isinstance(part.get("text"), str):
+            out.append({"type": "text", "text": part["text"]})
+        elif kind == "refusal" and isinstance(part.get("refusal"), str):
+            out.append({"type": "text", "text": part["refusal"]})
+        elif kind == "input_image" and isinstance(part.get("image_url"), str):
+            out.append({"type": "image_url", "image_url": {"url": part["image_url"]}})
+        else:
+            out.append(dict(part))
+    return out
+
+
+def _text_of(parts: Any) -> str:
+    """The text of a list of text parts (a reasoning summary), joined by blank lines."""
+    if not isinstance(parts, list):
+        return ""
+    texts = [p["text"] for p in parts if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
+    return "\n\n".join(t for t in texts if t)
+
+
+def _call_id(item: Mapping[str, Any], index: int, source: str, *, id_too: bool = False) -> str:
+    value = item.get("call_id")
+    if (not isinstance(value, str) or not value) and id_too:
+        value = item.get("id")
+    if not isinstance(value, str) or not value:
+        raise InputError(
+            f"{item.get('type')} item has no 'call_id' string", source=source, index=index, field="call_id"
+        )
+    return value
+
+
+def _name(item: Mapping[str, Any], index: int, source: str) -> str:
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError(f"{item.get('type')} item has no 'name' string", source=source, index=index, field="name")
+    return name
+
+
+def _output(value: Any) -> str | list[dict[str, Any]]:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return chat_parts(value)
+    if isinstance(value, Mapping) and isinstance(value.get("content"), str):
+        return str(value["content"])  # Codex's older failure shape {"content": ..., "success": false}
+    return "" if value is None else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _tool_call(call_id: str, name: str, arguments: Any, kind: str = "function") -> dict[str, Any]:
+    return {"id": call_id, "type": kind, "function": {"name": name, "arguments": arguments}}
+
+
+def chat_message(item: Mapping[str, Any], *, index: int, source: str = "<messages>") -> dict[str, Any]:
+    """One Responses item as the plain dict of one chat message (rules in the module docstring)."""
+    kind = item.get("type")
+    if kind == "message":
+        if "role" not in item:
+            raise InputError("message item has no 'role'", source=source, index=index, field="role")
+        content = item.get("content")
+        return {"role": item["role"], "content": chat_parts(content) if isinstance(content, list) else content}
+    if kind == "function_call":
+        call = _tool_call(_call_id(item, index, source), _name(item, index, source), item.get("arguments"))
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+    if kind == "custom_tool_call":
+        # The freeform input as it is (a patch, a script): FunctionCall keeps a string and dumps anything else.
+        call = _tool_call(_call_id(item, index, source), _name(item, index, source), item.get("input"), "custom")
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+    if kind == "local_shell_call":
+        action = item.get("action")
+        arguments = json.dumps(action, ensure_ascii=False) if action is not None else ""
+        call = _tool_call(_call_id(item, index, source, id_too=True), "local_shell", arguments)
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+    if kind in OUTPUTS:
+        call_id = _call_id(item, index, source, id_too=kind == "local_shell_call_output")
+        return {"role": "tool", "tool_call_id": call_id, "content": _output(item.get("output"))}
+    if kind == "reasoning":
+        return {"role": "assistant", "content": _text_of(item.get("summary"))}
+    if kind == "web_search_call":
+        action = item.get("action")
+        what = json.dumps(action, ensure_ascii=False, sort_keys=True) if action is not None else "{}"
+        return {"role": "assistant", "content": f"[web_search_call] {what}"}
+    raise InputError(
+        f"unknown Responses item type {kind!r} (read: {', '.join(sorted(ITEM_TYPES))})",
+        source=source,
+        index=index,
+        field="type",
+    )
+
+
 def _describe_validation_error(err: ValidationError) -> tuple[str, str | None]:
     first = err.errors()[0]
     loc = ".".join(str(p) for p in first.get("loc", ())) or None
@@ -148,7 +280,7 @@ def plain_message(raw: Any) -> Any:
     if not isinstance(raw, Mapping):
         return raw
     out = dict(raw)
-    for key in ("tool_calls", "content"):
+    for key in ("tool_calls", "content", "output", "summary"):  # the last two: Responses items
         value = out.get(key)
         if isinstance(value, (list, tuple)):
             out[key] = [_dumped(item) for item in value]
@@ -166,6 +298,8 @@ def parse_message(raw: Any, *, index: int, source: str = "<messages>") -> Messag
         raise InputError(err.problem, source=source, index=index) from None
     if not isinstance(raw, Mapping):
         raise InputError(f"expected a JSON object, got {type(raw).__name__}", source=source, index=index)
+    if is_item(raw):
+        raw = chat_message(raw, index=index, source=source)
     if "role" not in raw:
         raise InputError("message has no 'role'", source=source, index=index, field="role")
     try:
@@ -206,7 +340,9 @@ def as_messages(messages: Iterable[Message | Mapping[str, Any]], *, source: str 
     return parse_messages(items, source=source)
 
 
-_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name")
+_CHAT_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name")
+_ITEM_FIELDS = ("type", "arguments", "call_id", "output", "input", "summary")  # Responses items' own
+_FIELDS = _CHAT_FIELDS + _ITEM_FIELDS  # replacing any of them is noticed by the cache
 
 
 def _field(raw: Any, key: str) -> Any:

@@ -1,0 +1,220 @@
+"""Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``): JSON Lines ``{"timestamp", "type",
+"payload"}``.
+
+The model-visible history is the ``response_item`` records, in order, in the OpenAI Responses-API item shape;
+each is read as ``history/messages.py`` reads an item, with two changes a file allows (it has no caller objects
+to map back to):
+
+* consecutive call items (``function_call``, ``custom_tool_call``, ``local_shell_call``) are the parallel calls of
+  one turn: one assistant message with several tool calls, the text of a reasoning summary just before them as
+  its content;
+* a ``reasoning`` item with no summary text (encrypted only) adds nothing readable and is left out (counted).
+
+Arguments stay as the model wrote them (a ``shell`` call's ``{"command": [argv], ...}`` JSON string included) and
+tool output as the model read it (the ``{"output": ..., "metadata": {"exit_code", ...}}`` JSON string of older
+versions, the plain text of newer ones). A call never answered in the file gets the ``aborted`` output Codex
+itself sends the model in its place (except the file's last call: its output may still be coming); an output whose
+call is not in the file gets a call synthesised for it, so it never reads as the user.
+
+``session_meta`` gives the system prompt: ``base_instructions`` (``{"text": ...}`` or a string), else
+``instructions`` (older versions, where it holds the user's AGENTS.md instructions). Left out and counted in
+``Imported.notes``: ``event_msg`` (the UI stream, duplicating the history), ``turn_context``, ``ghost_snapshot``
+items, and ``compacted`` records (Codex's own compaction: the items it replaced are still in the file and are all
+read; its summary is not inserted). The legacy layout (a first line ``{id, timestamp, instructions}`` and bare
+items after it, ``{"record_type": "state"}`` lines) is read too. A damaged line (not JSON, not a record, an item
+missing what it needs) is skipped and reported as ``line N: why``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import InputError
+from ..history.messages import CALLS, ITEM_TYPES, OUTPUTS, chat_message, parse_message
+from .imported import Imported
+
+FORMAT = "codex"
+
+ABORTED = "aborted"  # the output Codex sends for a call that never got one
+RECORD_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+LEFT_OUT_ITEMS = frozenset({"ghost_snapshot", "compaction", "compaction_summary", "other"})
+PROBE_LINES = 50
+
+
+def _records(text: str, source: str) -> tuple[list[tuple[int, str, Any]], list[str]]:
+    """(line, record type, payload) of every readable line, and the damaged lines."""
+    records: list[tuple[int, str, Any]] = []
+    skipped: list[str] = []
+    legacy: bool | None = None  # the layout, decided by the first readable line
+    # split("\n"), not splitlines(): JSON strings may hold U+2028 and other line separators as they are.
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if lineno > PROBE_LINES and not records:
+            break  # this many lines and no rollout record: not a rollout (fail fast in ``auto``)
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as err:
+            skipped.append(f"line {lineno}: not JSON ({err.msg})")
+            continue
+        except RecursionError:
+            skipped.append(f"line {lineno}: JSON nested too deeply")
+            continue
+        if not isinstance(obj, Mapping):
+            skipped.append(f"line {lineno}: a {type(obj).__name__}, not a record")
+            continue
+        kind = obj.get("type")
+        if legacy is None:
+            legacy = "id" in obj and "timestamp" in obj and "type" not in obj and "payload" not in obj
+            if legacy:
+                records.append((lineno, "session_meta", obj))
+                continue
+        if kind in RECORD_TYPES and "payload" in obj:
+            records.append((lineno, str(kind), obj["payload"]))
+        elif legacy and kind in ITEM_TYPES | LEFT_OUT_ITEMS:
+            records.append((lineno, "response_item", obj))  # the legacy layout: bare items
+        elif legacy and obj.get("record_type") == "state":
+            records.append((lineno, "state", obj))
+        else:
+            skipped.append(f"line {lineno}: not a rollout record (type {kind!r})")
+    if not any(kind in ("session_meta", "response_item") for _, kind, _ in records):
+        raise InputError("not a Codex rollout: no session_meta or response_item record", source=source)
+    return records, skipped
+
+
+def system_prompt(meta: Mapping[str, Any]) -> str | None:
+    """The instructions a session started with (``base_instructions``, else ``instructions``), or None."""
+    base = meta.get("base_instructions")
+    if isinstance(base, Mapping):
+        base = base.get("text")
+    if isinstance(base, str) and base.strip():
+        return base
+    legacy = meta.get("instructions")
+    return legacy if isinstance(legacy, str) and legacy.strip() else None
+
+
+def _plural(n: int, what: str) -> str:
+    """``n`` and ``what`` with its noun (the first of record, item, call, output) in the plural when n != 1."""
+    words = what.split(" ")
+    if n != 1:
+        at = next((i for i, w in enumerate(words) if w in ("record", "item", "call", "output")), len(words) - 1)
+        words[at] += "s"
+    return f"{n} {' '.join(words)}"
+
+
+def _count(counter: dict[str, int], key: str) -> None:
+    counter[key] = counter.get(key, 0) + 1
+
+
+def load_codex(text: str, source: str) -> Imported:
+    """Parse a Codex CLI rollout JSONL file into messages (rules in the module docstring)."""
+    if not text.strip():
+        raise InputError("the file is empty", source=source)
+    records, skipped = _records(text, source)
+    left_out: dict[str, int] = {}
+    prompt: str | None = None
+    meta_seen = False
+    raw: list[dict[str, Any]] = []
+    reasoning = ""  # summary text waiting for the message that follows it
+    calls: set[str] = set()
+    answered: set[str] = set()
+    synthesised = 0
+    compactions: list[str] = []
+    grouping = False  # the last message appended is a call message more calls of the turn may join
+    for lineno, kind, payload in records:
+        if kind == "session_meta":
+            if not meta_seen and isinstance(payload, Mapping):
+                prompt = system_prompt(payload)
+            meta_seen = True
+            continue
+        if kind == "compacted":
+            summary = payload.get("message") if isinstance(payload, Mapping) else None
+            compactions.append(
+                f"line {lineno}: Codex compacted the history here (a summary of {len(summary or '')} chars): the "
+                "items it replaced are kept, the summary is left out"
+            )
+            continue
+        if kind != "response_item":
+            _count(left_out, f"{kind} record")
+            continue
+        if not isinstance(payload, Mapping):
+            skipped.append(f"line {lineno}: response_item payload is a {type(payload).__name__}, not an object")
+            continue
+        item_type = payload.get("type")
+        if item_type in LEFT_OUT_ITEMS:
+            _count(left_out, f"{item_type} item")
+            continue
+        try:
+            message = chat_message(payload, index=len(raw), source=source)
+            parse_message(message, index=len(raw), source=source)  # validated now: a bad item is one skipped line
+        except InputError as err:
+            skipped.append(f"line {lineno}: {err.problem}")
+            continue
+        if item_type == "reasoning":
+            if message["content"]:
+                reasoning = "\n\n".join(x for x in (reasoning, message["content"]) if x)
+            else:
+                _count(left_out, "reasoning item without summary text")
+            continue
+        if item_type in CALLS:
+            call = message["tool_calls"][0]
+            calls.add(call["id"])
+            if grouping and not reasoning:
+                raw[-1]["tool_calls"].append(call)  # a parallel call of the same turn
+            else:
+                raw.append({"role": "assistant", "content": reasoning or None, "tool_calls": [call]})
+                reasoning, grouping = "", True
+            continue
+        grouping = False
+        if reasoning:
+            raw.append({"role": "assistant", "content": reasoning})
+            reasoning = ""
+        if item_type in OUTPUTS:
+            call_id = message["tool_call_id"]
+            if call_id not in calls:
+                name = str(item_type).removesuffix("_output")
+                synthetic = {"id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+                raw.append({"role": "assistant", "content": None, "tool_calls": [synthetic]})
+                calls.add(call_id)
+                synthesised += 1
+            answered.add(call_id)
+        raw.append(message)
+    if reasoning:
+        raw.append({"role": "assistant", "content": reasoning})
+    raw, aborted = _answer_aborted(raw, answered)
+    if prompt is not None:
+        raw.insert(0, {"role": "system", "content": prompt})
+    if not raw:
+        raise InputError("the rollout holds no message the model saw", source=source)
+    notes = [f"{_plural(n, what)}: not model input" for what, n in sorted(left_out.items())] + compactions
+    if aborted:
+        notes.append(f"{_plural(aborted, 'call')} without an output in the file: answered {ABORTED!r}, as Codex does")
+    if synthesised:
+        notes.append(f"{_plural(synthesised, 'output')} whose call is not in the file: a call synthesised for each")
+    messages = [parse_message(m, index=i, source=source) for i, m in enumerate(raw)]
+    skipped.sort(key=lambda why: int(why.split(":")[0].removeprefix("line ")))  # in file order
+    return Imported(messages, tuple(skipped), tuple(notes))
+
+
+def _answer_aborted(raw: list[dict[str, Any]], answered: set[str]) -> tuple[list[dict[str, Any]], int]:
+    """``raw`` with an ``aborted`` tool message for each call no output answers, after the outputs that follow
+    its call message (a call in the file's last message excepted: its output may still be coming)."""
+    inserts: dict[int, list[dict[str, Any]]] = {}
+    for i, message in enumerate(raw[:-1]):
+        missing = [c["id"] for c in message.get("tool_calls") or () if c["id"] not in answered]
+        if missing:
+            j = i + 1
+            while j < len(raw) and raw[j]["role"] == "tool":
+                j += 1
+            inserts.setdefault(j, []).extend({"role": "tool", "tool_call_id": c, "content": ABORTED} for c in missing)
+    out: list[dict[str, Any]] = []
+    for j, message in enumerate(raw):
+        out += inserts.get(j, [])
+        out.append(message)
+    out += inserts.get(len(raw), [])
+    return out, sum(len(v) for v in inserts.values())
+
+
+__all__ = ["FORMAT", "load_codex", "system_prompt"]
