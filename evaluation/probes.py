@@ -254,13 +254,38 @@ def artifacts(text: str) -> set[str]:
     return found
 
 
+def argument_values(arguments: str) -> str:
+    """The values a call passed, decoded, one per line: what the agent wrote. The keys are the tool's interface
+    (its schema, which the harness sends with every request), and JSON's escapes are syntax (``\\n`` before a word
+    is a line break, not a letter of it): neither is something the agent used from the history. Arguments that are
+    not JSON are taken as they are."""
+    try:
+        value = json.loads(arguments) if arguments.strip() else None
+    except (ValueError, RecursionError):
+        return arguments
+    out: list[str] = []
+    todo: list[Any] = [value]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, Mapping):
+            todo.extend(reversed(list(x.values())))
+        elif isinstance(x, list):
+            todo.extend(reversed(x))
+        elif isinstance(x, str):
+            out.append(x)
+        elif x is not None and not isinstance(x, bool):
+            out.append(str(x))
+    return "\n".join(out)
+
+
 def agent_texts(m: Message) -> str:
-    """What an assistant message says and does (text and tool-call arguments)."""
-    return "\n".join([_text(m), *_arguments(m)])
+    """What an assistant message says and does (text and the values of its tool-call arguments)."""
+    return "\n".join([_text(m), *(argument_values(a) for a in _arguments(m))])
 
 
 def message_texts(m: Message) -> str:
-    return "\n".join([_text(m), *_arguments(m)])
+    """Everything a message shows: text, tool-call arguments as sent, and their decoded values."""
+    return "\n".join([_text(m), *_arguments(m), *(argument_values(a) for a in _arguments(m))])
 
 
 def first_occurrence(messages: Sequence[Message], needles: Iterable[str]) -> dict[str, int]:
@@ -285,7 +310,13 @@ def normalise(text: str) -> str:
     return " ".join(text.split())
 
 
+_UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
 def _unescape(text: str) -> str:
+    """``text`` with JSON's string escapes undone (``\\"``, ``\\n``, ``\\t``, ``\\uXXXX`` of control characters
+    and the like, ``\\\\``), as an agent reads a JSON document."""
+    text = _UNICODE_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
     return text.replace('\\"', '"').replace("\\n", "\n").replace("\\t", "\t").replace("\\\\", "\\")
 
 

@@ -29,7 +29,7 @@ from offline_compress.errors import InputError, OfflineCompressError
 from offline_compress.files import find_history_files as find_files
 from offline_compress.files import history_name as trajectory_name
 from offline_compress.history.messages import Message, as_messages
-from offline_compress.hook import DEFAULT_SUMMARY_FRACTION
+from offline_compress.hook import DEFAULT_SUMMARY_FRACTION, DEFAULT_SUMMARY_MAX_TOKENS
 
 from . import probes as P
 from .strategies import FAST_STRATEGIES, STRATEGIES, Context, HookReplay, full, mask, truncate
@@ -45,11 +45,26 @@ def split_of(name: str) -> str:
     return "design" if int(hashlib.sha256(name.encode("utf-8")).hexdigest()[:8], 16) % 2 == 0 else "holdout"
 
 
+def trajectory_names(files: Sequence[Path]) -> dict[Path, str]:
+    """Each file's name for the split and the report: its history name (``django__django-11163``), or, where
+    several files share one (Moatless writes every run as ``trajectory.json``), its folder and that name."""
+    plain = {f: trajectory_name(f) for f in files}
+    counts: dict[str, int] = {}
+    for name in plain.values():
+        counts[name] = counts.get(name, 0) + 1
+    return {f: name if counts[name] == 1 else f"{f.parent.name}/{name}" for f, name in plain.items()}
+
+
 def load_trajectory(path: Path) -> list[Message]:
     """The history of a trajectory file (gzip-compressed files of any format too)."""
-    from offline_compress.formats import load_history
+    return load_trajectory_with_harness(path)[1]
 
-    return load_history(path)
+
+def load_trajectory_with_harness(path: Path) -> tuple[str, list[Message]]:
+    """(the harness, i.e. the format the file was read as; its history)."""
+    from offline_compress.formats import load_history_with_format
+
+    return load_history_with_format(path)
 
 
 def load_phrases(path: str | Path | None) -> list[str]:
@@ -335,7 +350,7 @@ def paired(
                     s = row["strategies"]
                     if row["window"] != window or name not in s or against not in s:
                         continue
-                    acc = per.setdefault(t["name"], [0, 0, 0])
+                    acc = per.setdefault(t.get("path", t["name"]), [0, 0, 0])  # names repeat across harnesses
                     acc[0] += s[name]["artifacts"]
                     acc[1] += s[name]["artifacts_kept"]
                     acc[2] += s[against]["artifacts_kept"]
@@ -402,7 +417,7 @@ COLUMNS = (
 )
 
 
-def format_table(rows: Sequence[dict[str, Any]]) -> str:
+def format_table(rows: Sequence[dict[str, Any]], *, legend: bool = True) -> str:
     body = [
         [
             str(r["window"]),
@@ -433,6 +448,8 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
             lines.append("")
         last_window = r["window"]
         lines.append("  ".join(c.rjust(w) for c, w in zip(b, widths)))
+    if not legend:
+        return "\n".join(lines)
     lines += [
         "",
         "probes: artifacts the agent used later that first appeared before the compacted region's end; "
@@ -503,8 +520,9 @@ def run_replay(
 
     note = note or _note
     files = find_files(paths)
+    names = trajectory_names(files)
     if split != "all":
-        files = [f for f in files if split_of(trajectory_name(f)) == split]
+        files = [f for f in files if split_of(names[f]) == split]
     if limit is not None:
         files = files[:limit]
     if not files:
@@ -514,11 +532,11 @@ def run_replay(
     bar = tqdm(files, desc="ab-replay", unit="traj", file=sys.stderr, disable=not progress, dynamic_ncols=True)
     started = time.perf_counter()
     for f in bar:
-        name = trajectory_name(f)
+        name = names[f]
         bar.set_postfix_str(name[:40])
         entry: dict[str, Any] = {"name": name, "path": str(f), "split": split_of(name), "points": []}
         try:
-            messages = load_trajectory(f)
+            entry["harness"], messages = load_trajectory_with_harness(f)
             entry["messages"] = len(messages)
             entry["tokens"] = replayer.counter.count(messages)
             for window in replayer.windows:
@@ -529,6 +547,18 @@ def run_replay(
         trajectories.append(entry)
     rows = aggregate(trajectories, replayer.strategies, replayer.windows)
     pairs = paired(trajectories, replayer.strategies, replayer.windows) if "mask" in replayer.strategies else []
+    harnesses = sorted({t["harness"] for t in trajectories if "harness" in t})
+    by_harness = {}
+    if len(harnesses) > 1:
+        for harness in harnesses:
+            subset = [t for t in trajectories if t.get("harness") == harness]
+            by_harness[harness] = {
+                "trajectories": len(subset),
+                "aggregate": aggregate(subset, replayer.strategies, replayer.windows),
+                "paired": paired(subset, replayer.strategies, replayer.windows)
+                if "mask" in replayer.strategies
+                else [],
+            }
     return {
         "windows": replayer.windows,
         "strategies": replayer.strategies,
@@ -538,6 +568,7 @@ def run_replay(
         "seconds": time.perf_counter() - started,
         "aggregate": rows,
         "paired": pairs,
+        "by_harness": by_harness,
         "trajectories": trajectories,
     }
 
@@ -593,12 +624,23 @@ def cmd_ab_replay(args: argparse.Namespace) -> int:
         model=model,
         seed=seed,
         seed_only_cached=args.seed_only_cached,
-        hook_options={"summary_fraction": args.summary_fraction},
+        hook_options={
+            "summary_fraction": args.summary_fraction,
+            "summary_max_tokens": args.summary_max_tokens,
+            "summary_ratio": args.summary_ratio,
+        },
     )
     report = run_replay(args.paths, split=args.split, limit=args.limit, replayer=replayer)
     for t in report["trajectories"]:
         if "error" in t:
             sys.stdout.write(f"not replayed: {t['path']}: {t['error']}\n")
+    for harness, part in report["by_harness"].items():
+        sys.stdout.write(f"\n== {harness} ({part['trajectories']} trajectories)\n")
+        sys.stdout.write(format_table(part["aggregate"], legend=False) + "\n")
+        if part["paired"]:
+            sys.stdout.write(format_paired(part["paired"]) + "\n")
+    if report["by_harness"]:
+        sys.stdout.write("\n== all harnesses, pooled\n")
     sys.stdout.write(format_table(report["aggregate"]) + "\n")
     if report["paired"]:
         sys.stdout.write("\n" + format_paired(report["paired"]) + "\n")
@@ -653,6 +695,20 @@ def add_ab_replay_parser(sub: Any) -> argparse.ArgumentParser:
         default=DEFAULT_SUMMARY_FRACTION,
         help=f"the hook's summary budget as a share of the window (default {DEFAULT_SUMMARY_FRACTION}, "
         "the hook's own default)",
+    )
+    p.add_argument(
+        "--summary-max-tokens",
+        type=int,
+        default=DEFAULT_SUMMARY_MAX_TOKENS,
+        help="the hook's summary_max_tokens: the cap of the fixed budget, the floor of the scaled one "
+        f"(default {DEFAULT_SUMMARY_MAX_TOKENS})",
+    )
+    p.add_argument(
+        "--summary-ratio",
+        type=float,
+        default=None,
+        help="the hook's summary_ratio: a budget that scales with the tokens the summary replaces (default: the "
+        "hook's own)",
     )
     p.add_argument("--model", help="compressor model (manifest name or .gguf; default the embedded Gemma)")
     p.add_argument("--threads", type=int, default=None)

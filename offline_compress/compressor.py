@@ -319,14 +319,7 @@ class Compressor:
     ) -> CompressionResult:
         """Ground the draft and merge it with the facts, the work log and the previous summary."""
         target, previous, facts = prepared.target, prepared.previous, prepared.facts
-        # Tool output may support what the model says, but never an instruction it gives (prompt injection).
-        output = [i for i in range(len(target)) if is_tool_output(target, i)]
-        outputs = set(output)
-        trusted = [m.text for i, m in enumerate(target) if i not in outputs]
-        trusted += [c.function.arguments for m in target for c in (m.tool_calls or ())]
-        if previous is not None:
-            trusted.append(previous.to_json())
-        index = SourceIndex(trusted, untrusted=[target[i].text for i in output])
+        index = _grounding_index(target, previous) if draft is not NO_DRAFT else SourceIndex([])  # nothing to ground
         report = GroundingReport()
         sources = Sources(facts, target, index, previous, prepared.kept_texts)
         context = merge(sources, draft, report, stats, budget)
@@ -345,6 +338,18 @@ class Compressor:
             len(report.dropped),
         )
         return CompressionResult(context=context, facts=facts, grounding=report, stats=stats)
+
+
+def _grounding_index(target: list[Message], previous: S.CompressedContext | None) -> SourceIndex:
+    """What the model's draft is checked against. Tool output may support what the model says, but never an
+    instruction it gives (prompt injection)."""
+    output = [i for i in range(len(target)) if is_tool_output(target, i)]
+    outputs = set(output)
+    trusted = [m.text for i, m in enumerate(target) if i not in outputs]
+    trusted += [c.function.arguments for m in target for c in (m.tool_calls or ())]
+    if previous is not None:
+        trusted.append(previous.to_json())
+    return SourceIndex(trusted, untrusted=[target[i].text for i in output])
 
 
 def _add_generation(stats: CompressionStats, generation: Generation) -> None:

@@ -9,12 +9,15 @@ they need) stay verbatim after it:
 A compaction that would not make the history smaller is not done: the history is returned as it was and the
 metrics say why.
 
-Background compaction (``soft_fraction``, off by default): once the history passes the soft threshold, the
-summary of its older part is built in a worker thread while the agent keeps stepping; when the trigger fires,
-that summary is swapped in and every message that arrived meanwhile is kept verbatim after it, so the step waits
-for what is left of the summary's time (often nothing) instead of all of it. The summary describes exactly the
-messages it replaces (the snapshot's ``[head, cut)``): if the caller's history no longer starts with the
-snapshot's messages, the background summary is thrown away and the compaction runs as usual.
+No compaction loops: a compaction that leaves the history above ``target_fraction`` of the window (default 50%,
+below the trigger's 60%) holds the trigger until the history grows by the trigger's margin over the target or no
+longer fits the window, and says so once (a WARNING, ``over_target`` in the metrics); a firing that cannot compact
+at all holds it too. Compacting harder: the summary may be cut toward the target down to ``summary_keep_share`` of
+itself (default 1.0: not cut, measured in docs/replay.md), and, the last resort, the longest recent messages are cut
+(copies; the originals archived first) when the history would not fit the window (``summary.harder``).
+
+Background compaction (``soft_fraction``, off by default): the summary is built in a worker thread from the soft
+threshold on and swapped in when the trigger fires, if still exact (``summary.background``).
 
 Calls on one hook are serialised (a lock; ``abefore_step`` runs in the hook's own worker thread), and a history
 that extends one the hook has already compacted (two calls that raced, an awaited step that was cancelled, a
@@ -33,7 +36,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -43,12 +46,15 @@ from .archive.recall import recall_tool as archive_recall_tool
 from .archive.store import Archive, RecallHit, database_path
 from .compressor import DEFAULT_KEEP_LAST, CompressionResult, Compressor, default_compressor
 from .errors import InputError
-from .history.conventions import is_tool_output
-from .history.cut import splits_a_call, starts_with
+from .history.cut import starts_with
+from .history.guard import Guard
 from .history.messages import Message, MessageCache, as_messages, parse_message
 from .history.plan import Plan, plan_compaction
 from .history.trigger import CompressionDecision, TriggerConfig, evaluate_compression
-from .metrics import CompactionMetrics, Listener
+from .metrics import CompactionMetrics, Listener, report_compaction, report_kept
+from .summary.background import Background, Job
+from .summary.budget import summary_budget
+from .summary.harder import KEEP_SHARE, Replacement, compact_harder
 from .summary.message import summary_message
 from .summary.render import RENDERS, Render
 from .summary.schema import CompressedContext
@@ -57,9 +63,15 @@ from .tokens.protocol import CountsTokens
 log = logging.getLogger(__name__)
 
 DEFAULT_SUMMARY_FRACTION = 0.35  # chosen on the replay A/B design split (docs/replay.md): binds below ~9k windows
-DEFAULT_SUMMARY_MAX_TOKENS = 3072  # replay A/B (docs/replay.md): under half of what observation masking adds at 16k-32k
+DEFAULT_SUMMARY_MAX_TOKENS = 3072  # the budget's floor (the fixed budget of the text-format design, docs/replay.md)
+# The budget scales with what the summary replaces: this share of its tokens, between the floor and
+# DEFAULT_SUMMARY_FRACTION of the window (chosen on both corpora's design splits, docs/replay.md)
+DEFAULT_SUMMARY_RATIO = 0.5
 HEAD_NOTE = "The messages before this summary (the instructions and the task) are kept verbatim."
 REPLAYABLE = 8  # recent compactions a history that extends their input is matched against
+# After a compaction the history holds at most this share of the window (issue 21): the trigger's 60% is then a tenth
+# of the window away, so the steps after a compaction do not fire it again; the SDK's own condenser aims at half too.
+DEFAULT_TARGET_FRACTION = 0.5
 
 
 @dataclass(frozen=True)
@@ -72,30 +84,7 @@ class _Applied:
     message: dict[str, Any]
     parsed_message: Message
     number: int
-
-
-@dataclass(frozen=True)
-class _Job:
-    """A summary being built in the background from a snapshot of the history at the soft threshold."""
-
-    prefix: list[Message]  # the snapshot's first ``cut`` messages: the swap needs the history to start with them
-    plan: Plan
-    previous: CompressedContext | None  # the hook's summary it merges: a compaction since makes it stale
-    future: Future[CompressionResult]
-    tokens: int
-
-
-@dataclass(frozen=True)
-class _Replacement:
-    """A compaction ready to commit: the summary of ``plan``'s ``[head, cut)``, its message, the new history and
-    the token counts before and after."""
-
-    plan: Plan
-    result: CompressionResult
-    message: dict[str, Any]
-    history: list[Any]
-    tokens_before: int
-    tokens_after: int
+    patches: tuple[tuple[int, Message, Any, Message], ...] = ()  # recent messages cut: (index, original, new, parsed)
 
 
 def _as_list(messages: Any) -> list[Any]:
@@ -105,22 +94,23 @@ def _as_list(messages: Any) -> list[Any]:
 
 
 class CompactionHook:
-    """Keeps an agent's history inside ``model_max_tokens``.
-
-    ``archive_path``: the SQLite archive (``archive.py``) each compaction is committed to before a new history
-    is returned; ``None`` (default): ``$XDG_STATE_HOME/offline_compress/archive.sqlite3``; a ``.jsonl`` path:
-    the ``.sqlite3`` beside it. ``session``: this agent's id in the archive (default: a new uuid4).
+    """Keeps an agent's history inside ``model_max_tokens``; ``target_fraction`` / ``summary_keep_share``: the loop
+    guard (module docstring). ``archive_path``: the SQLite archive each compaction is committed to before a new
+    history is returned (``None``: ``$XDG_STATE_HOME/offline_compress/archive.sqlite3``; a ``.jsonl`` path: the
+    ``.sqlite3`` beside it). ``session``: this agent's id in the archive (default: a new uuid4).
     ``recall_note``: the line after the summary telling the agent it can recall archived messages; ``None``
     (default): ``recall.RECALL_NOTE`` once ``recall_tool()`` has been called (the agent has the tool), else none.
-    ``summary_role``: the role of the summary message, ``"system"`` (default) or ``"user"`` for chat templates
-    that drop or reject a system message after the first one (llama.cpp's llama-2/chatml formats keep only the
-    first; Gemma's folds only a leading one).
+    ``summary_role``: ``"system"`` (default) or ``"user"`` for chat templates that drop or reject a system message
+    after the first one (llama.cpp's llama-2/chatml formats keep only the first; Gemma's folds only a leading one).
     ``keep_first``: the head kept verbatim before the summary: ``None`` (default) keeps the leading
     system/developer messages and the first user message (the task); an int keeps that many first messages; 0
     summarises everything before the recent messages. ``keep_last``: recent messages kept verbatim after it.
-    ``summary_fraction`` / ``summary_max_tokens``: the summary's token budget, a share of ``model_max_tokens``
-    up to a cap (default 35% of the window, at most 3,072 tokens; what does not fit is dropped, the work log
-    line by line by what each line adds (``pack.py``), counted in the metrics, and stays in the archive).
+    ``summary_ratio`` / ``summary_max_tokens`` / ``summary_fraction``: the summary's token budget
+    (``summary.budget``): ``summary_ratio`` of the tokens it replaces (default half), never below
+    ``summary_max_tokens`` (default 3,072), never above ``summary_fraction`` of the window (default 35%);
+    ``summary_ratio=None``: the older fixed budget, the window's share up to ``summary_max_tokens``. What does not
+    fit is dropped (the work log line by line by what each line adds, ``pack.py``), counted in the metrics, and
+    stays in the archive.
     ``soft_fraction``: start building the summary in a worker thread once the history uses more than this share
     of the window (below the trigger's ``token_fraction``), and swap it in when the trigger fires; ``None``
     (default): off, the summary is built when the trigger fires.
@@ -129,7 +119,8 @@ class CompactionHook:
     ``on_compaction``: a callable or a list of callables, called with ``(metrics, summary)`` after each
     compaction is committed (in the thread that ran it); an exception in one is logged and never reaches the
     agent's step. More can be added to ``hook.listeners``.
-    The caller's list and dicts are never modified; kept messages are passed through unchanged."""
+    The caller's list and dicts are never modified; kept messages are passed through unchanged (but for the cut
+    copies that are compacting harder's last resort)."""
 
     def __init__(
         self,
@@ -145,10 +136,13 @@ class CompactionHook:
         keep_first: int | None = None,
         summary_fraction: float = DEFAULT_SUMMARY_FRACTION,
         summary_max_tokens: int = DEFAULT_SUMMARY_MAX_TOKENS,
+        summary_ratio: float | None = DEFAULT_SUMMARY_RATIO,
         summary_role: Literal["system", "user"] = "system",
         soft_fraction: float | None = None,
         render: Render = "json",
         on_compaction: Listener | Sequence[Listener] | None = None,
+        target_fraction: float = DEFAULT_TARGET_FRACTION,
+        summary_keep_share: float = KEEP_SHARE,
     ) -> None:
         if summary_role not in ("system", "user"):
             raise ValueError(f"summary_role must be 'system' or 'user', got {summary_role!r}")
@@ -165,6 +159,11 @@ class CompactionHook:
             )
         if render not in RENDERS:
             raise ValueError(f"render must be one of {', '.join(RENDERS)}, got {render!r}")
+        if not 0 <= summary_keep_share <= 1:
+            raise ValueError(f"summary_keep_share must be in [0, 1], got {summary_keep_share}")
+        self.summary_keep_share = summary_keep_share
+        if not 0 < target_fraction <= 1:
+            raise ValueError(f"target_fraction must be in (0, 1], got {target_fraction}")
         listeners = [] if on_compaction is None else [on_compaction] if callable(on_compaction) else list(on_compaction)
         for listener in listeners:
             if not callable(listener) or inspect.iscoroutinefunction(listener):
@@ -189,25 +188,39 @@ class CompactionHook:
         self.trigger = trigger
         self.keep_last = keep_last
         self.keep_first = keep_first
-        self.summary_tokens = max(256, min(int(summary_fraction * model_max_tokens), summary_max_tokens))
+        self.summary_fraction, self.summary_max_tokens, self.summary_ratio = (
+            summary_fraction,
+            summary_max_tokens,
+            summary_ratio,
+        )
+        # the budget of a summary that replaces nothing (the fixed part of the rule, budget.py)
+        self.summary_tokens = summary_budget(
+            0, model_max_tokens, fraction=summary_fraction, floor=summary_max_tokens, ratio=None
+        )
         self.turns_since_last_compression = 0
         self.metrics: list[CompactionMetrics] = []
         self.last_decision: CompressionDecision | None = None
         self.summary: CompressedContext | None = None
+        self.target_fraction = target_fraction
+        self.guard = Guard(model_max_tokens, target_fraction, trigger.token_fraction)
+        self.target_tokens = self.guard.target_tokens
         self._messages = MessageCache()
         self._empty_summary_tokens: int | None = None
         self._lock = threading.RLock()  # one step or compaction of this hook at a time (listeners may re-enter)
         self._open_lock = threading.Lock()  # lazy archive and worker threads
         self._applied: list[_Applied] = []
-        self._job: _Job | None = None
         self._step_worker: ThreadPoolExecutor | None = None  # runs abefore_step / acompact
-        self._summary_worker: ThreadPoolExecutor | None = None  # builds background summaries
+        self._background_summary = Background(f"offline-compress-summary-{self.session[:8]}")
 
     @property
     def compressor(self) -> Compressor:
         if self._compressor is None:
             self._compressor = default_compressor(keep_last=self.keep_last)
         return self._compressor
+
+    @compressor.setter
+    def compressor(self, compressor: Compressor) -> None:
+        self._compressor = compressor
 
     @property
     def archive(self) -> Archive:
@@ -237,12 +250,11 @@ class CompactionHook:
         """Wait for a background summary still being built (its result is dropped), stop the hook's worker
         threads and close the archive's database connection. The hook can be used again: all reopen on demand."""
         with self._open_lock:
-            workers, self._step_worker, self._summary_worker = (self._step_worker, self._summary_worker), None, None
+            worker, self._step_worker = self._step_worker, None
             archive, self._archive = self._archive, None
-        self._job = None
-        for worker in workers:
-            if worker is not None:
-                worker.shutdown(wait=True, cancel_futures=True)
+        if worker is not None:
+            worker.shutdown(wait=True, cancel_futures=True)
+        self._background_summary.close()
         if archive is not None:
             archive.close()
 
@@ -272,7 +284,7 @@ class CompactionHook:
                 counter=self.counter,
             )
             self.last_decision = decision
-            if not decision.should_compress:
+            if not decision.should_compress or self.held(parsed, decision.estimated_tokens):
                 self.turns_since_last_compression += 1
                 if self.soft_fraction is not None:
                     self._background(parsed, decision.estimated_tokens)
@@ -280,18 +292,26 @@ class CompactionHook:
             return self._compact(originals, parsed, decision.reason, decision.estimated_tokens)
 
     def compact(
-        self, messages: Sequence[Mapping[str, Any]], *, reason: str = "manual", plan: Plan | None = None
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        reason: str = "manual",
+        plan: Plan | None = None,
+        previous: CompressedContext | None = None,
+        must_shrink: bool = False,
     ) -> list[Any]:
-        """Compact now, whatever the trigger says (a user's "compact" command, or a model that refused a
-        too-long prompt). Returns ``messages`` unchanged (as a new list) when compaction cannot shrink it.
+        """Compact now, whatever the trigger (or a hold) says (a user's "compact" command, or a model that refused
+        a too-long prompt). Returns ``messages`` unchanged (as a new list) when compaction cannot shrink it.
 
         ``plan``: what to replace, when the caller has its own boundaries (an adapter whose framework allows cuts
-        only at some messages: ``history.plan_compaction`` with its head and cut). The earlier summary merged is
-        then the one the plan found in ``messages``, not the one this hook returned last."""
+        only at some messages: ``history.plan_compaction``); the summary merged is the one the plan found in
+        ``messages``, or ``previous`` (one the caller read itself, e.g. another condenser's), and kept messages are
+        never cut. ``must_shrink``: the summary may go below ``summary.harder.FLOOR_TOKENS`` to shrink the history."""
         with self._lock:
             originals = _as_list(messages)
             parsed = self._messages.parse(originals)
-            return self._compact(originals, parsed, reason, self.counter.count(parsed), plan)
+            tokens = self.counter.count(parsed)
+            return self._compact(originals, parsed, reason, tokens, plan, previous=previous, must_shrink=must_shrink)
 
     async def abefore_step(self, messages: Sequence[Mapping[str, Any]]) -> list[Any]:
         """``before_step`` without blocking the event loop: it runs in the hook's own worker thread (one at a
@@ -324,9 +344,42 @@ class CompactionHook:
                     applied.number,
                 )
                 h, c = applied.head, applied.cut
-                originals = [*originals[:h], applied.message, *originals[c:]]
-                parsed = [*parsed[:h], applied.parsed_message, *parsed[c:]]
+                recent, recent_parsed = list(originals[c:]), list(parsed[c:])
+                for i, original, new, new_parsed in applied.patches:
+                    if i - c < len(recent) and recent_parsed[i - c] == original:
+                        recent[i - c], recent_parsed[i - c] = new, new_parsed
+                originals = [*originals[:h], applied.message, *recent]
+                parsed = [*parsed[:h], applied.parsed_message, *recent_parsed]
         return originals, parsed
+
+    # ------------------------------------------------------------------------------------- the loop guard
+
+    def held(self, parsed: Sequence[Message], tokens: int) -> bool:
+        """The trigger is held for this history (``history.guard``): a compaction could not get it under
+        ``target_tokens`` (or could not compact at all), and it has not grown past the hold's limit since."""
+        return self.guard.held(parsed, tokens)
+
+    def hold(self, parsed: Sequence[Message], tokens: int) -> int:
+        """Hold the trigger for this history until it grows by the guard's ``hold_tokens`` (adapters: after a
+        summariser failed); returns the limit."""
+        return self.guard.set(parsed, tokens)
+
+    def _harder(self, originals: list[Any], r: Replacement, *, shorten: bool, must_shrink: bool) -> Replacement:
+        """Compact harder (``summary.harder``): the summary toward ``target_tokens``, else under the trigger; the
+        recent messages (``shorten``: the hook's own plan) only if the history would not fit the window.
+        ``must_shrink``: below ``tokens_before`` too, the summary down to its required items if need be."""
+
+        def rebuild(result: CompressionResult) -> Replacement:
+            return self._replacement(originals, r.plan, result, r.tokens_before)
+
+        window = self.model_max_tokens - 1
+        aims = [self.target_tokens, int(self.trigger.token_fraction * self.model_max_tokens)]
+        out = compact_harder(
+            r, rebuild, self.counter, aims, fit_within=window, shorten=shorten, keep_share=self.summary_keep_share
+        )
+        if must_shrink and out.tokens_after >= r.tokens_before:
+            out = compact_harder(out, rebuild, self.counter, [r.tokens_before - 1], floor=1)
+        return out
 
     def _plan(self, parsed: list[Message]) -> Plan:
         return plan_compaction(parsed, self.keep_first, self.keep_last)
@@ -344,9 +397,18 @@ class CompactionHook:
             return f"the {len(region)} messages to compress hold {region_tokens} tokens, no more than an empty summary"
         return ""
 
+    def summary_budget_for(self, parsed: Sequence[Message], plan: Plan) -> int:
+        """The summary's token budget for ``plan`` (``summary/budget.py``)."""
+        if self.summary_ratio is None:
+            return self.summary_tokens
+        region = sum(self.counter.message_counts(parsed[plan.head : plan.cut]))
+        fraction, floor, ratio = self.summary_fraction, self.summary_max_tokens, self.summary_ratio
+        return summary_budget(region, self.model_max_tokens, fraction=fraction, floor=floor, ratio=ratio)
+
     def _summarise(self, parsed: list[Message], plan: Plan, previous: CompressedContext | None) -> CompressionResult:
+        budget = self.summary_budget_for(parsed, plan)
         return self.compressor.compress_detailed(
-            parsed, plan=plan, previous=previous, summary_tokens=self.summary_tokens, counter=self.counter
+            parsed, plan=plan, previous=previous, summary_tokens=budget, counter=self.counter
         )
 
     def _message(self, context: CompressedContext, head: int) -> dict[str, Any]:
@@ -356,8 +418,10 @@ class CompactionHook:
     def _keep(
         self, originals: list[Any], parsed: list[Any], reason: str, tokens: int, note: str, start: float
     ) -> list[Any]:
-        """Record a firing that did not compact, and hand the history back as it was."""
+        """Record a firing that did not compact, hold the trigger (no retry at every step), and hand the history
+        back as it was."""
         self.turns_since_last_compression += 1
+        limit = self.hold(parsed, tokens)
         metrics = CompactionMetrics(
             compaction=0,
             outcome="kept",
@@ -368,24 +432,28 @@ class CompactionHook:
             messages_before=len(parsed),
             messages_after=len(parsed),
             seconds=time.perf_counter() - start,
+            target_tokens=self.target_tokens,
+            hold_until=limit,
         )
         self.metrics.append(metrics)
-        log.info(
-            "trigger fired (%s, %d tokens), history kept: %s",
-            reason,
-            tokens,
-            note,
-            extra={"offline_compress": metrics.model_dump()},
-        )
+        report_kept(log, metrics)
         return originals
 
     def _compact(
-        self, originals: list[Any], parsed: list[Message], reason: str, tokens_before: int, plan: Plan | None = None
+        self,
+        originals: list[Any],
+        parsed: list[Message],
+        reason: str,
+        tokens_before: int,
+        plan: Plan | None = None,
+        *,
+        previous: CompressedContext | None = None,  # a caller's plan merges the summary it found, or this one
+        must_shrink: bool = False,
     ) -> list[Any]:
         start = time.perf_counter()
-        previous = None  # a caller's plan merges the summary it found in the history
+        own = plan is None
         if plan is None:
-            job, self._job = self._job, None
+            job = self._background_summary.take()
             if job is not None:
                 swapped = self._swap(job, originals, parsed, reason, tokens_before, start)
                 if swapped is not None:
@@ -395,6 +463,8 @@ class CompactionHook:
         if why:
             return self._keep(originals, parsed, reason, tokens_before, why, start)
         replacement = self._replacement(originals, plan, self._summarise(parsed, plan, previous), tokens_before)
+        if replacement.tokens_after > self.target_tokens or (must_shrink and replacement.tokens_after >= tokens_before):
+            replacement = self._harder(originals, replacement, shorten=own, must_shrink=must_shrink)
         if replacement.tokens_after >= tokens_before:
             return self._keep(
                 originals,
@@ -408,16 +478,19 @@ class CompactionHook:
 
     def _replacement(
         self, originals: list[Any], plan: Plan, result: CompressionResult, tokens_before: int
-    ) -> _Replacement:
+    ) -> Replacement:
         message = self._message(result.context, plan.head)
         history = [*originals[: plan.head], message, *originals[plan.cut :]]
-        return _Replacement(plan, result, message, history, tokens_before, self.counter.count(as_messages(history)))
+        parsed = as_messages(history)
+        return Replacement(
+            plan, result, message, history, tokens_before, self.counter.count(parsed), parsed=tuple(parsed)
+        )
 
     def _commit(
         self,
         originals: list[Any],
         parsed: list[Message],
-        r: _Replacement,
+        r: Replacement,
         reason: str,
         start: float,
         *,
@@ -438,11 +511,17 @@ class CompactionHook:
         )
         self.summary = result.context
         self.turns_since_last_compression = 0
+        start_recent = head + 1
+        patches = tuple(
+            (cut + i - start_recent, parsed[cut + i - start_recent], new_history[i], r.parsed[i]) for i in r.shortened
+        )
         self._applied = [
             *self._applied[-(REPLAYABLE - 1) :],
-            _Applied(parsed[:cut], head, cut, message, parse_message(message, index=head), compaction),
+            _Applied(parsed[:cut], head, cut, message, parse_message(message, index=head), compaction, patches),
         ]
         above = tokens_after > self.trigger.token_fraction * self.model_max_tokens
+        over = tokens_after > self.target_tokens
+        limit = self.guard.set(r.parsed, tokens_after) if over else self.guard.release()
         metrics = CompactionMetrics(
             compaction=compaction,
             outcome="compacted",
@@ -461,41 +540,24 @@ class CompactionHook:
             dropped_items=result.stats.clipped_items,
             background=background,
             summary_seconds=result.stats.total_seconds,
+            target_tokens=self.target_tokens,
+            over_target=over,
+            harder="; ".join(r.harder),
+            shortened=len(r.shortened),
+            hold_until=limit,
         )
         self.metrics.append(metrics)
-        log.info(
-            "compaction %d of session %s (%s): %d -> %d tokens, %d -> %d messages, %.2f s%s%s",
-            compaction,
-            self.session,
-            reason,
-            tokens_before,
-            tokens_after,
-            len(originals),
-            len(new_history),
-            metrics.seconds,
-            f" (summary built in the background in {metrics.summary_seconds:.2f} s)" if background else "",
-            "; still above the threshold" if above else "",
-            extra={"offline_compress": metrics.model_dump()},
+        report_compaction(
+            log,
+            metrics,
+            session=self.session,
+            window=self.model_max_tokens,
+            head_tokens=sum(self.counter.message_counts(parsed[:head])) if over else 0,
+            cut=cut,
+            stats=result.stats,
+            context=result.context,
+            listeners=self.listeners,
         )
-        s = result.stats
-        log.debug(
-            "compaction %d: messages [%d, %d) replaced; prompt %d tokens (prefix cached: %s), %d generated, "
-            "model %.2f s, groundedness %.2f, %d items dropped by the budget",
-            compaction,
-            head,
-            cut,
-            s.prompt_tokens,
-            s.prefix_cached,
-            s.generated_tokens,
-            s.model_seconds,
-            metrics.groundedness,
-            metrics.dropped_items,
-        )
-        for listener in list(self.listeners):
-            try:
-                listener(metrics, result.context)
-            except Exception:  # a listener's bug must not break the agent's step
-                log.exception("on_compaction listener %r failed after compaction %d", listener, compaction)
         return new_history
 
     # ------------------------------------------------------------------------------------- background
@@ -506,58 +568,21 @@ class CompactionHook:
         soft = self.soft_fraction * self.model_max_tokens if self.soft_fraction is not None else None
         if soft is None or tokens <= soft:
             return
-        job = self._job
-        if job is not None:
-            if job.previous is self.summary and starts_with(parsed, job.prefix):
-                return
-            self._job = None
-            log.debug(
-                "background summary of %d messages dropped: the history no longer starts with its snapshot",
-                job.plan.cut,
-            )
-        plan = self._plan(parsed)
-        if self._why_not(parsed, plan):
+        if self._background_summary.current(parsed, self.summary):
             return
-        with self._open_lock:
-            if self._summary_worker is None:
-                self._summary_worker = ThreadPoolExecutor(
-                    1, thread_name_prefix=f"offline-compress-summary-{self.session[:8]}"
-                )
-            worker = self._summary_worker
-        snapshot = list(parsed)
-        future = worker.submit(self._summarise, snapshot, plan, self.summary)
-        self._job = _Job(snapshot[: plan.cut], plan, self.summary, future, tokens)
-        log.debug(
-            "background summary started at %d tokens (soft threshold %.0f): messages [%d, %d) of %d",
-            tokens,
-            soft,
-            plan.head,
-            plan.cut,
-            len(parsed),
-        )
+        plan = self._plan(parsed)
+        if not self._why_not(parsed, plan):
+            self._background_summary.start(parsed, plan, self.summary, tokens, self._summarise)
 
     def _swap(
-        self, job: _Job, originals: list[Any], parsed: list[Message], reason: str, tokens_before: int, start: float
+        self, job: Job, originals: list[Any], parsed: list[Message], reason: str, tokens_before: int, start: float
     ) -> list[Any] | None:
         """The history with the background summary in place of the snapshot's ``[head, cut)`` and everything
         after it kept verbatim; None (compact as usual) when that would not be exact or not enough."""
-        head, cut = job.plan.head, job.plan.cut
-        problem = ""
-        if job.previous is not self.summary:
-            problem = "a compaction happened since its snapshot"
-        elif not starts_with(parsed, job.prefix):
-            problem = "the history no longer starts with its snapshot"
-        elif (cut < len(parsed) and is_tool_output(parsed, cut)) or splits_a_call(parsed, head, cut):
-            problem = "its cut would now separate a tool call from its result"
-        if problem:
-            log.debug("background summary dropped: %s", problem)
+        result = job.result(parsed, self.summary)
+        if result is None:
             return None
-        try:
-            result = job.future.result()
-        except Exception as err:  # the synchronous compaction that follows will say it again if it persists
-            log.warning("background summary failed (%s: %s); compacting now", type(err).__name__, err)
-            return None
-        r = self._replacement(originals, job.plan, result, tokens_before)
+        r = self._replacement(originals, job.plan, result, tokens_before)  # as built: exactly its snapshot's summary
         if r.tokens_after >= tokens_before or r.tokens_after > self.trigger.token_fraction * self.model_max_tokens:
             log.debug(
                 "background summary dropped: the swapped history would hold %d tokens (%d before), too many "

@@ -24,4 +24,7 @@ echo "setup: installing offline_compress and its dependencies (llama-cpp-python 
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".[dev]"
 PYTHON=.venv/bin/python scripts/download_model.sh "$@"
+# The OpenHands SDK needs Python >= 3.12: its tests run in .venv312 (no llama.cpp there; a no-op when up to date,
+# skipped when the machine has no Python 3.12).
+scripts/setup_py312.sh
 echo "setup: done. Try: .venv/bin/offline-compress compress tests/fixtures/mini-swe-agent/django__django-11163.traj.json"

@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from offline_compress.summary.draft import Draft, draft_json_schema, worst_case_tokens
-from offline_compress.summary.schema import CompressedContext, compressed_context_json_schema
+from offline_compress.summary.schema import MAX_CONSTRAINTS, CompressedContext, compressed_context_json_schema
 
 
 def _all_objects(node):
@@ -48,7 +48,7 @@ def test_compressed_context_schema_is_strict_and_bounded():
     for obj in _all_objects(schema):
         assert obj["additionalProperties"] is False
     with pytest.raises(ValidationError):
-        CompressedContext.model_validate({"user_constraints": ["a"] * 41})
+        CompressedContext.model_validate({"user_constraints": ["a"] * (MAX_CONSTRAINTS + 1)})
     with pytest.raises(ValidationError):
         CompressedContext.model_validate({"surprise": 1})
     doc = CompressedContext(user_constraints=["Ünïcode stays"])

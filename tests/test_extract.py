@@ -409,7 +409,7 @@ def test_reading_a_file_that_mentions_errors_is_not_a_failure() -> None:
 
 def test_constraint_priority_limit_and_long_lines() -> None:
     long_line = " ".join(["You must keep the cache warm."] + ["This sentence is filler text that goes on."] * 30)
-    system = "\n".join(f"- Rule {i}: you should prefer option {i}." for i in range(60))
+    system = "\n".join(f"- Rule {i}: you should prefer option {i}." for i in range(100))
     messages = parse_messages(
         [
             {"role": "system", "content": system},
@@ -472,3 +472,30 @@ def test_a_planted_credential_never_reaches_the_summary() -> None:
     token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
     assert any(token in m.text for m in messages)
     assert token not in Compressor(model=None).compress(messages, keep_last=0).to_json()
+
+
+def test_every_mid_session_user_turn_is_kept_whole_word_for_word() -> None:
+    """Issue 20 item 3: a person's turn after the first exchange is an instruction whatever its wording."""
+    story = " ".join(f"The report for site {i} came back with a warning about the cache." for i in range(20))
+    assert 1000 < len(story) < 2000
+    messages = parse_messages(
+        [
+            {"role": "system", "content": "You are an agent."},
+            {"role": "user", "content": "Fix the cache."},
+            {
+                "role": "assistant",
+                "content": "Looking.",
+                "tool_calls": [
+                    {"id": "1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "1", "content": "a.py\nb.py"},
+            {"role": "user", "content": f"Some context first.\n\n{story}\n\nThanks, carry on."},
+            {"role": "assistant", "content": "Ok."},
+            {"role": "user", "content": "x " * 1500 + "You must not delete b.py."},
+        ]
+    )
+    texts = [c.text for c in extract_facts(messages, start=2).constraint_candidates]
+    assert texts[0] == messages[4].text.strip()  # whole, verbatim, and first
+    assert "You must not delete b.py." in texts  # a turn over the bound gives its sentences
+    assert "a.py\nb.py" not in texts  # tool output is never a constraint

@@ -38,7 +38,8 @@ HEAD = [
 def test_head_is_kept_verbatim_and_the_summary_follows_it(extractive, tmp_path):
     history = HEAD + _steps(10)
     snapshot = copy.deepcopy(history)
-    hook = CompactionHook(2000, archive_path=tmp_path / "a.jsonl", compressor=extractive)
+    # a window the recent messages fit in with room to spare (the loop guard cuts nothing: tests/test_compaction_loops)
+    hook = CompactionHook(12_000, archive_path=tmp_path / "a.jsonl", compressor=extractive)
     new = hook.before_step(history)
     assert history == snapshot
     assert (
@@ -52,11 +53,11 @@ def test_head_is_kept_verbatim_and_the_summary_follows_it(extractive, tmp_path):
 
 def test_keep_first_is_configurable(extractive, tmp_path):
     history = HEAD + _steps(10)
-    new = CompactionHook(2000, archive_path=tmp_path / "a.jsonl", compressor=extractive, keep_first=0).before_step(
+    new = CompactionHook(12_000, archive_path=tmp_path / "a.jsonl", compressor=extractive, keep_first=0).before_step(
         history
     )
     assert new[0]["content"].startswith(SUMMARY_PREFIX) and new[1:] == history[-6:]
-    new = CompactionHook(2000, archive_path=tmp_path / "b.jsonl", compressor=extractive, keep_first=1).before_step(
+    new = CompactionHook(12_000, archive_path=tmp_path / "b.jsonl", compressor=extractive, keep_first=1).before_step(
         history
     )
     assert new[0] == HEAD[0] and new[1]["content"].startswith(SUMMARY_PREFIX)
@@ -82,11 +83,14 @@ def test_a_compaction_that_would_grow_the_history_is_not_done(extractive, tmp_pa
 
 def test_still_above_the_threshold_is_returned_and_said(extractive, tmp_path):
     history = HEAD + _steps(12, size=900)  # the last 5 messages alone exceed 60% of the window
-    hook = CompactionHook(3000, archive_path=tmp_path / "a.jsonl", compressor=extractive)
+    snapshot = copy.deepcopy(history)
+    hook = CompactionHook(3000, archive_path=tmp_path / "a.jsonl", compressor=extractive, target_fraction=1.0)
     new = hook.before_step(history)
     m = hook.metrics[-1]
-    assert m.outcome == "compacted" and m.above_threshold and "above the threshold" in m.note
-    assert m.tokens_after < m.tokens_before and len(new) < len(history)
+    assert m.outcome == "compacted" and m.tokens_after < m.tokens_before and len(new) < len(history)
+    # they do not fit the window: shortened copies stand in for them, the originals are untouched and archived
+    assert history == snapshot and hook.archive.restore(1) == history
+    assert m.above_threshold == (m.tokens_after > 0.6 * 3000) and ("above the threshold" in m.note) == m.above_threshold
 
 
 def test_an_earlier_summary_is_found_after_a_framework_prompt_and_not_mined(extractive, tmp_path):

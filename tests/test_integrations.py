@@ -156,8 +156,9 @@ def assert_tool_calls_paired(messages: list[Any]) -> None:
 def compaction(compressor: Compressor, tmp_path: Any, **kwargs: Any) -> Any:
     """The middleware under test, with a window small enough that a few tool steps fill it."""
     kwargs.setdefault("summary_fraction", 1.0)  # a summary budget of the whole (small) window: nothing clipped
+    kwargs.setdefault("target_fraction", 1.0)  # nor by the loop guard (no target below the window)
     return lc_adapter.OfflineCompactionMiddleware(
-        1500, compressor=compressor, keep_last=3, archive_path=tmp_path / "a.sqlite3", **kwargs
+        2400, compressor=compressor, keep_last=3, archive_path=tmp_path / "a.sqlite3", **kwargs
     )
 
 
@@ -273,7 +274,7 @@ def test_threads_never_share_a_summary(extractive, tmp_path):
 def test_recall_tool_gives_back_a_replaced_tool_output(extractive, tmp_path):
     from langchain_core.messages import AIMessage, ToolMessage
 
-    middleware = compaction(extractive, tmp_path)
+    middleware = compaction(extractive, tmp_path, recall=True)  # recall is opt-in (issue 21)
     assert [t.name for t in middleware.tools] == ["recall"]
     ask = AIMessage("", tool_calls=[{"name": "recall", "args": {"query": "value_0 compute", "k": 2}, "id": "r1"}])
     state, _ = run_agent(middleware, [*tool_steps(8), ask, AIMessage("done")])
@@ -419,6 +420,7 @@ def oh_events(n: int, *, start: int = 0, batch_at: int | None = None, thinking_a
 def condenser(extractive: Compressor, tmp_path: Any, **kwargs: Any) -> Any:
     kwargs.setdefault("max_tokens", 4000)
     kwargs.setdefault("summary_fraction", 1.0)  # a summary budget of the whole (small) window: nothing clipped
+    kwargs.setdefault("target_fraction", 1.0)  # nor by the loop guard (no target below the window)
     return oh_adapter.OfflineCondenser(compressor=extractive, archive_path=str(tmp_path / "a.sqlite3"), **kwargs)
 
 

@@ -175,7 +175,7 @@ def test_the_user_cli_keeps_only_what_a_user_runs() -> None:
     from evaluation.__main__ import build_parser as evaluation_parser
 
     sub = next(a for a in evaluation_parser()._actions if a.dest == "command")
-    assert set(sub.choices) == {"eval", "bench", "ab-replay", "ab", "load-test"}
+    assert set(sub.choices) == {"eval", "bench", "ab-replay", "ab", "load-test", "reliability"}
 
 
 def test_the_scoring_modules_import_neither_the_extractor_nor_the_compressors_checks() -> None:

@@ -225,8 +225,13 @@ def test_markdown_costs_about_as_many_tokens_as_json_on_real_summaries(extractiv
 
 
 def test_a_markdown_summary_is_merged_by_the_hook_and_by_a_new_one(extractive_compressor, requests_history, tmp_path):
+    # target_fraction=1.0: the loop guard's harder cut (tests/test_compaction_loops.py) would drop the oldest step
     hook = CompactionHook(
-        WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=extractive_compressor, render="markdown"
+        WINDOW,
+        archive_path=tmp_path / "a.sqlite3",
+        compressor=extractive_compressor,
+        render="markdown",
+        target_fraction=1.0,
     )
     final = drive(hook, requests_history)
     assert hook.compactions >= 2 and final[2]["content"].startswith(SUMMARY_PREFIX + MARKDOWN_TITLE)
@@ -237,7 +242,11 @@ def test_a_markdown_summary_is_merged_by_the_hook_and_by_a_new_one(extractive_co
     assert any(step.ran in oldest for step in hook.summary.work_log[:1])
     # a new hook (another process) given the history reads the Markdown summary back and merges it
     fresh = CompactionHook(
-        WINDOW, archive_path=tmp_path / "b.sqlite3", compressor=extractive_compressor, render="markdown"
+        WINDOW,
+        archive_path=tmp_path / "b.sqlite3",
+        compressor=extractive_compressor,
+        render="markdown",
+        target_fraction=1.0,
     )
     again = fresh.compact(final + requests_history[len(requests_history) - 2 :])
     merged = parse_summary_message(Message.model_validate(again[2]))

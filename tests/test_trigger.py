@@ -51,7 +51,15 @@ def test_default_rules(tokens, turns, expected):
 def test_heavy_tool_rule_needs_forty_percent():
     assert decide(4001, 10_000, 0, "search_codebase").reason == "tool-event"
     assert decide(4000, 10_000, 0, "search_codebase").reason == "skip"
-    assert decide(5000, 10_000, 0, "read_file").reason == "skip"
+    assert decide(5000, 10_000, 0, "apply_patch").reason == "skip"  # not a tool whose results are large
+
+
+@pytest.mark.parametrize("tool", ["Read", "Grep", "WebFetch", "str_replace_editor", "ViewCode", "view", "read_file"])
+def test_the_heavy_tools_of_the_common_harnesses_are_known(tool):
+    assert decide(4001, 10_000, 0, tool).reason == "tool-event"
+    assert decide(4001, 10_000, 0, tool, TriggerConfig(heavy_tools=frozenset({"grep"}))).reason == (
+        "tool-event" if tool == "Grep" else "skip"
+    )
 
 
 def test_last_tool_name_from_call_id_or_name():

@@ -11,8 +11,9 @@ from pydantic import BaseModel, ConfigDict
 from ..history.conventions import as_message_list, first_user_index, is_tool_output
 from ..history.messages import Message
 
-MAX_CONSTRAINTS = 40
-MAX_CONSTRAINT_CHARS = 600
+MAX_CONSTRAINTS = 80
+MAX_CONSTRAINT_CHARS = 600  # an instruction-like sentence or line
+MAX_TURN_CHARS = 2000  # a person's turn mid-session, kept whole up to this length
 
 
 class Constraint(BaseModel):
@@ -153,8 +154,9 @@ _WEAK_MARKERS = re.compile(
 def extract_constraints(messages: Sequence[Message], *, limit: int = MAX_CONSTRAINTS) -> list[Constraint]:
     """Instruction-like sentences/lines of genuine user/system/developer messages, verbatim, deduplicated.
 
-    Order = priority: strong markers in user turns after the first exchange (a person steering mid-session),
-    then other strong ones, then weak ones in the same two tiers; ties keep history order.
+    A user turn after the first exchange (a person steering mid-session) is kept whole, up to ``MAX_TURN_CHARS``;
+    a longer one gives its sentences like any other message. Order = priority: those turns first, then strong
+    markers, then weak ones; ties keep history order.
     """
     msgs = as_message_list(messages)
     first_user = first_user_index(msgs)
@@ -167,6 +169,26 @@ def extract_constraints(messages: Sequence[Message], *, limit: int = MAX_CONSTRA
             continue
         text = msg.text
         mid_session = msg.role == "user" and first_user is not None and first_reply is not None and i > first_reply
+        turn = text.strip()
+        if mid_session and turn and len(turn) <= MAX_TURN_CHARS:
+            # A person steering mid-session is an instruction whatever its wording: the turn whole, word for word
+            # (its sentences are in it).
+            key = " ".join(turn.split()).casefold()
+            if key not in seen:
+                seen.add(key)
+                found.append(
+                    (
+                        0,
+                        Constraint(
+                            text=turn,
+                            message_index=i,
+                            role=msg.role,
+                            start=text.index(turn),
+                            strength=2 if _strength(turn) == 2 else 1,
+                        ),
+                    )
+                )
+            continue
         for a, b in _units(text):
             for s, e in _split_long(text, a, b, MAX_CONSTRAINT_CHARS):
                 unit = text[s:e]
@@ -191,19 +213,8 @@ def extract_constraints(messages: Sequence[Message], *, limit: int = MAX_CONSTRA
             if unit and len(unit) <= MAX_CONSTRAINT_CHARS and key not in seen:
                 seen.add(key)
                 found.append((1, Constraint(text=unit, message_index=i, role=msg.role, start=s, strength=2)))
-        if mid_session and len(text.strip()) <= _SHORT_TURN_CHARS and not any(c.message_index == i for _, c in found):
-            # A person steering mid-session ("no, catch ValueError there", "run the test in a tmp dir") is an
-            # instruction whatever its wording: keep a short turn whole.
-            unit = text.strip()
-            key = " ".join(unit.split()).casefold()
-            if unit and key not in seen:
-                seen.add(key)
-                found.append(
-                    (0, Constraint(text=unit, message_index=i, role=msg.role, start=text.index(unit), strength=1))
-                )
     found.sort(key=lambda t: (t[0], t[1].message_index, t[1].start))
     return [c for _, c in found[:limit]]
 
 
-_SHORT_TURN_CHARS = 400
 _COMMAND_BLOCK = re.compile(r"(?:following|this|the) command[^\n]*:[ \t]*\n\s*```[^\n]*\n(.*?)\n[ \t]*```", re.I | re.S)

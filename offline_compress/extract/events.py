@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
@@ -18,7 +18,7 @@ from ..history.conventions import (
 )
 from ..history.messages import Message
 from .commands import ShellState, summarise_command
-from .function_calls import SHELL_TOOLS, analyse_function_call
+from .function_calls import analyse_function_call
 from .outcomes import Outcome, classify_result
 from .shell import parse_shell
 
@@ -34,6 +34,8 @@ class ToolEvent(BaseModel):
     tool: str  # function name; for shell commands the program (sed, grep, pytest, git, …)
     target: str = ""  # what it acted on: path, "pattern in path", test id, URL (derived, may be shortened)
     command: str  # the exact command text, or the exact arguments JSON of a function call, untruncated
+    shown: str = ""  # the call as a person reads it, when that differs from ``command`` (``calls.Call.lines``)
+    shell: bool = False  # ``command`` is a shell command line
     outcome: Outcome | None = None  # None when there is no result
     exit_code: int | None = None
     error_line: str | None = None  # verbatim line of the result that says why (a substring of it)
@@ -41,38 +43,46 @@ class ToolEvent(BaseModel):
     files_changed: tuple[str, ...] = ()
 
 
-def _event(
-    call_index: int,
-    result_index: int | None,
-    call_id: str | None,
-    tool: str,
-    target: str,
-    command: str,
-    reads: list[str],
-    writes: list[str],
-    read_only: bool,
-    result_text: str | None,
-    shell: bool,
-) -> ToolEvent:
+@dataclass
+class _Call:
+    """A call read from its message, waiting for its result."""
+
+    call_index: int
+    call_id: str | None
+    tool: str
+    target: str
+    command: str
+    shown: str
+    reads: list[str]
+    writes: list[str]
+    read_only: bool
+    shell: bool
+    result: int | None = None
+
+
+def _event(call: _Call, result_index: int | None, result_text: str | None) -> ToolEvent:
     outcome: Outcome | None = None
     exit_code = error_line = None
     if result_text is not None:
-        outcome, exit_code, error_line = classify_result(result_text, read_only=read_only)
+        outcome, exit_code, error_line = classify_result(result_text, read_only=call.read_only)
         if error_line is not None and error_line not in result_text:  # verbatim invariant
             raise AssertionError("error_line is not a substring of its result")
-    if outcome == "error" and (not shell or len(parse_shell(command)) <= 1):
+    writes = call.writes
+    if outcome == "error" and (not call.shell or len(parse_shell(call.command)) <= 1):
         writes = []  # a single edit that failed changed nothing
     return ToolEvent(
-        call_index=call_index,
+        call_index=call.call_index,
         result_index=result_index,
-        call_id=call_id,
-        tool=tool[:64] or "sh",
-        target=target,
-        command=command,
+        call_id=call.call_id,
+        tool=call.tool[:64] or "sh",
+        target=call.target,
+        command=call.command,
+        shown=call.shown if call.shown != call.command else "",
+        shell=call.shell,
         outcome=outcome,
         exit_code=exit_code,
         error_line=error_line,
-        files_read=tuple(unique(reads)),
+        files_read=tuple(unique(call.reads)),
         files_changed=tuple(unique(writes)),
     )
 
@@ -91,43 +101,39 @@ def extract_tool_events(messages: Sequence[Message]) -> list[ToolEvent]:
     state = ShellState()
     events: list[ToolEvent] = []
     pending: dict[str, int] = {}  # call id -> slot in `calls`
-    calls: list[dict[str, Any]] = []  # canonical calls awaiting results
+    calls: list[_Call] = []  # canonical calls awaiting results
     for i, msg in enumerate(msgs):
         if msg.role == "assistant" and msg.tool_calls:
             for tc in msg.tool_calls:
-                tool, target, command, reads, writes, ro = analyse_function_call(
-                    tc.function.name, tc.function.arguments, state
-                )
-                reads, writes = state.relative(reads), state.relative(writes)
-                target = state.relative([target])[0]
+                facts = analyse_function_call(tc.function.name, tc.function.arguments, state)
+                reads, writes = state.relative(facts.reads), state.relative(facts.writes)
                 # A shell command line was pulled out of the arguments (or the tool is a shell).
-                shell = command != tc.function.arguments or tc.function.name.lower() in SHELL_TOOLS
-                slot = len(calls)
+                shell = facts.shell or facts.command != tc.function.arguments
+                if tc.id:
+                    pending[tc.id] = len(calls)
                 calls.append(
-                    dict(
-                        call_index=i,
-                        call_id=tc.id,
-                        tool=tool,
-                        target=target,
-                        command=command,
-                        reads=reads,
-                        writes=writes,
-                        read_only=ro,
-                        shell=shell,
-                        result=None,
+                    _Call(
+                        i,
+                        tc.id,
+                        facts.tool,
+                        state.relative([facts.target])[0],
+                        facts.command,
+                        facts.shown,
+                        reads,
+                        writes,
+                        facts.read_only,
+                        shell,
                     )
                 )
-                if tc.id:
-                    pending[tc.id] = slot
             continue
         if msg.role == "tool":
             answers = pending.pop(msg.tool_call_id, None) if msg.tool_call_id else None
             if answers is None:  # no id: the oldest unanswered call
-                answers = next((k for k, c in enumerate(calls) if c["result"] is None), None)
-                if answers is not None and calls[answers]["call_id"]:
-                    pending.pop(calls[answers]["call_id"], None)
-            if answers is not None and calls[answers]["result"] is None:
-                calls[answers]["result"] = i
+                answers = next((k for k, c in enumerate(calls) if c.result is None), None)
+                if answers is not None and calls[answers].call_id:
+                    pending.pop(calls[answers].call_id or "", None)
+            if answers is not None and calls[answers].result is None:
+                calls[answers].result = i
             _note_open_file(msg.text, state)
             continue
         text_call = text_command(msgs, i)
@@ -143,29 +149,12 @@ def extract_tool_events(messages: Sequence[Message]) -> list[ToolEvent]:
             tool, target, reads, writes, ro = summarise_command(command, state)
             reads, writes = state.relative(reads), state.relative(writes)
             target = state.relative([target])[0]
-        events.append(
-            _event(i, i + 1 if answered else None, None, tool, target, command, reads, writes, ro, result_text, True)
-        )
+        call = _Call(i, None, tool, target, command, command, reads, writes, ro, True)
+        events.append(_event(call, i + 1 if answered else None, result_text))
         if result_text:
             _note_open_file(result_text, state)
     for c in calls:
-        r = c.pop("result")
-        text = msgs[r].text if r is not None else None
-        events.append(
-            _event(
-                c["call_index"],
-                r,
-                c["call_id"],
-                c["tool"],
-                c["target"],
-                c["command"],
-                c["reads"],
-                c["writes"],
-                c["read_only"],
-                text,
-                c["shell"],
-            )
-        )
+        events.append(_event(c, c.result, msgs[c.result].text if c.result is not None else None))
     events.sort(key=lambda e: e.call_index)  # stable: calls of one message keep their order
     return events
 

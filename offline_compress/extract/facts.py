@@ -49,6 +49,13 @@ class Facts(BaseModel):
     steps: list[WorkStep] = []  # the work log: what the agent said, ran and saw at each call
 
 
+def _approach(event: ToolEvent) -> str:
+    """What a failed call tried, as a person reads it: the command line, or the readable call (``Edit path``)."""
+    if event.shown.strip() and not event.shell:
+        return event.shown
+    return event.command if event.command.strip() not in ("", "{}") else f"{event.tool} {event.target}".strip()
+
+
 def extract_facts(
     messages: Sequence[Message | Mapping[str, Any]],
     *,
@@ -63,7 +70,7 @@ def extract_facts(
     events = [e for e in extract_tool_events(msgs) if e.call_index >= start]
     failed = [
         FailedCommand(
-            approach=e.command if e.command.strip() not in ("", "{}") else f"{e.tool} {e.target}".strip(),
+            approach=_approach(e),
             reason_failed=e.error_line or "(no output)",
             call_index=e.call_index,
             result_index=e.result_index,

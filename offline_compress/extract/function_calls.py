@@ -1,11 +1,12 @@
-"""Function-call semantics: what a JSON-argument tool call (``tool_calls`` of an assistant message) does, as
-(tool, target, command, files read, files written, read-only). Shell tools are read as their command line."""
+"""Function-call semantics: what a tool call (``tool_calls`` of an assistant message) does, as its tool, target,
+exact command text, files read and written, whether it only read, and how a person reads it (``calls.py``: the
+vocabularies of the common harnesses). Shell tools are read as their command line, through the shell reader."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from typing import Any, NamedTuple
 
+from .calls import SHELL_TOOLS, parse_arguments, read_call, shell_command
 from .commands import (
     EDITOR_WRITE_COMMANDS,
     SWE_EDIT_COMMANDS,
@@ -17,10 +18,6 @@ from .commands import (
     summarise_command,
 )
 
-SHELL_TOOLS = frozenset(
-    "bash shell sh execute_bash execute_command run_command run_shell_command terminal run exec cmd "
-    "execute_shell command_line local_shell container.exec".split()
-)
 _PATH_KEYS = (
     "path",
     "file_path",
@@ -52,37 +49,48 @@ _WRITE_TOOL_HINTS = (
 )
 
 
-def _parse_arguments(raw: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(raw) if raw.strip() else {}
-    except (json.JSONDecodeError, ValueError, RecursionError):  # nested past the parser's depth: not arguments
-        return None
-    return value if isinstance(value, dict) else None
+class CallFacts(NamedTuple):
+    """What one function call did."""
+
+    tool: str  # the program for shell calls (sed, pytest, ...), else the tool's name
+    target: str
+    command: str  # the exact command line of a shell call, else the exact arguments text
+    reads: list[str]
+    writes: list[str]
+    read_only: bool
+    shown: str  # the call as a person reads it (``calls.Call.lines``), never a bare JSON object
+    shell: bool  # a shell command line was read from it
 
 
-def analyse_function_call(
-    name: str, raw_args: str, state: ShellState
-) -> tuple[str, str, str, list[str], list[str], bool]:
-    """(tool, target, command, reads, writes, read_only) of a function call."""
-    args = _parse_arguments(raw_args)
+def analyse_function_call(name: str, raw_args: str, state: ShellState) -> CallFacts:
+    """The facts of a function call (see ``CallFacts``)."""
+    parsed = parse_arguments(raw_args)
+    args: dict[str, Any] | None = parsed if isinstance(parsed, dict) else None
     lname = name.lower()
+    shown = "\n".join(read_call(name, raw_args).lines())
     if args is None:
-        # Not JSON: some agents pass the raw command line.
+        # Not an object: some agents pass the raw command line.
         if lname in SHELL_TOOLS:
             tool, target, reads, writes, ro = summarise_command(raw_args, state)
-            return tool, target, raw_args, reads, writes, ro
-        return name, shorten(raw_args), raw_args, [], [], False
-    shell_cmd = next((args[k] for k in ("command", "cmd", "script") if isinstance(args.get(k), str)), None)
+            return CallFacts(tool, target, raw_args, reads, writes, ro, f"{name}: {raw_args}", True)
+        return CallFacts(name, shorten(raw_args), raw_args, [], [], False, shown, False)
+    has_command = any(k in args for k in ("command", "cmd", "script"))
+    shell_cmd: str | None = shell_command(args) if has_command else None
+    if shell_cmd == "" and not isinstance(args.get("command", args.get("cmd", args.get("script"))), str):
+        shell_cmd = None  # an argument of another shape (a number, an object) is no command line
     if shell_cmd is not None and lname.startswith("/"):
         shell_cmd = shell_cmd.split(None, 1)[1] if lname in ("/run", "/test") and " " in shell_cmd.strip() else None
         if shell_cmd is None:  # other aider console commands (/add, /undo, ...) act on their arguments
-            return name, shorten(str(args.get("command", ""))[len(name) :].strip()), raw_args, [], [], False
-    # A shell tool, or a text action turned into a call named after its first word (SWE-agent importer).
+            text = str(args.get("command", ""))
+            return CallFacts(name, shorten(text[len(name) :].strip()), raw_args, [], [], False, text, False)
+    # A shell tool, or a text action turned into a call named after its first word (SWE-agent importer, aider's
+    # /run): the command is what the agent typed, shown as it typed it.
     if shell_cmd is not None and (
         lname in SHELL_TOOLS or lname.startswith("/") or shell_cmd.split(None, 1)[:1] == [name]
     ):
         tool, target, reads, writes, ro = summarise_command(shell_cmd, state)
-        return tool, target, shell_cmd, reads, writes, ro
+        shown = f"{name}: {shell_cmd}" if lname in SHELL_TOOLS else shell_cmd
+        return CallFacts(tool, target, shell_cmd, reads, writes, ro, shown, True)
     path = next((args[k] for k in _PATH_KEYS if isinstance(args.get(k), str) and args[k]), "")
     pattern = next((args[k] for k in _PATTERN_KEYS if isinstance(args.get(k), str) and args[k]), "")
     url = args.get("url") if isinstance(args.get("url"), str) else ""
@@ -121,4 +129,4 @@ def analyse_function_call(
             target = first
     read_only = not writes and bool(reads or pattern or sub == "view")
     clean = lambda ps: [p for p in map(clean_path, ps) if p]  # noqa: E731
-    return name, shorten(target), raw_args, clean(reads), clean(writes), read_only
+    return CallFacts(name, shorten(target), raw_args, clean(reads), clean(writes), read_only, shown, False)

@@ -57,6 +57,17 @@ _NAME = re.compile(
 _OUTPUT_WRAPPER = re.compile(r"^\s*</?(?:returncode|output|warning)>.*$|^\s*<returncode>\s*-?\d+\s*</returncode>\s*$")
 
 
+_NUMBER = re.compile(r"(?<![\w.])(?:\d+\.\d+(?:\.\d+)*|\d{3,})(?![\w])")  # values, versions, line numbers
+_MIXED = re.compile(r"(?<![\w./-])(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z0-9]{4,}(?![\w/-])")  # mmx64, sha256, a806f3
+
+
+def names(text: str) -> set[str]:
+    """What a text names that an agent may reuse: names of code, numbers (values, versions, line numbers) and
+    words that mix letters and digits (hosts, hashes, versions). Ops and scripting sessions name things by these
+    as much as code does (chosen on the function-calling design split, docs/replay.md)."""
+    return code_names(text) | set(_NUMBER.findall(text)) | set(_MIXED.findall(text))
+
+
 def code_names(text: str) -> set[str]:
     """The names of code a text mentions (see the module docstring)."""
     out: set[str] = set()
@@ -105,13 +116,20 @@ def extract_steps(messages: Sequence[Message], events: Sequence[ToolEvent]) -> l
             if len(lines) <= SHORT_RESULT_LINES and sum(map(len, lines)) <= SHORT_RESULT_CHARS:
                 saw = lines
             else:
-                saw = [ln for ln in dict.fromkeys(lines) if code_names(ln)][:MAX_SAW_LINES]
+                saw = [ln for ln in dict.fromkeys(lines) if names(ln)][:MAX_SAW_LINES]
             if event.error_line and event.error_line.strip() not in saw:
                 saw.append(event.error_line.strip())
         out.append(
-            WorkStep(call_index=i, said=said, code=code, ran=_ran(event.command), saw=tuple(saw), outcome=event.outcome)
+            WorkStep(
+                call_index=i,
+                said=said,
+                code=code,
+                ran=_ran(event.shown or event.command),
+                saw=tuple(saw),
+                outcome=event.outcome,
+            )
         )
     return out
 
 
-__all__ = ["WorkStep", "code_names", "extract_steps"]
+__all__ = ["WorkStep", "code_names", "extract_steps", "names"]

@@ -9,9 +9,10 @@ Two call conventions are understood:
     are read the same way.
 
 A user message that answers an assistant action is TOOL OUTPUT whatever its prefix (``Observation:``, ``Output:``,
-none at all): one that directly follows an assistant message with ``tool_calls`` or with a shell block. The one
-exception is a chat where a shell block is a rare suggestion (aider): a history with 3 or more assistant
-messages of which fewer than half act; there the user's reply to a suggestion stays the user's.
+none at all): one that directly follows an assistant message with ``tool_calls`` or with a shell block. Two
+exceptions keep a person's reply the person's: a chat where a shell block is a rare suggestion (aider: a history
+with 3 or more assistant messages of which fewer than half hold one), and an agent that calls tools (a shell block
+in its text is then a suggestion, never what it ran).
 ``is_tool_output`` is the one definition the cut, the extractor and the contradiction counter share: constraints
 never come from tool output, which is the main defence against prompt injection through command output.
 """
@@ -111,15 +112,21 @@ _ACTING: dict[tuple[int, int, int, int], bool] = {}  # a few recent histories, b
 
 
 def acts_through_shell_blocks(messages: Sequence[Message]) -> bool:
-    """The agent acts through shell blocks or tool calls: not a chat in which fewer than half of 3+ assistant
-    messages hold one (computed once per history and cached by its identity, since callers ask per message)."""
+    """The agent acts through shell blocks: it makes no tool calls, and the history is not a chat in which fewer
+    than half of 3+ assistant messages hold one (computed once per history and cached by its identity, since
+    callers ask per message)."""
     key = (id(messages), len(messages), id(messages[0]) if messages else 0, id(messages[-1]) if messages else 0)
     cached = _ACTING.get(key)
     if cached is not None:
         return cached
     replies = [m for m in messages if m.role == "assistant"]
-    acting = sum(1 for m in replies if m.tool_calls or _SHELL_BLOCK.search(m.text) is not None)
-    result = len(replies) < CHAT_MIN_REPLIES or 2 * acting >= len(replies)
+    if any(m.tool_calls for m in replies):
+        # An agent that calls tools acts through its calls: a shell block in its text is a suggestion to the
+        # person (Claude Code, Codex), and the person's reply to it is theirs.
+        result = False
+    else:
+        acting = sum(1 for m in replies if _SHELL_BLOCK.search(m.text) is not None)
+        result = len(replies) < CHAT_MIN_REPLIES or 2 * acting >= len(replies)
     if len(_ACTING) > 16:
         _ACTING.clear()
     _ACTING[key] = result

@@ -13,6 +13,30 @@ from .messages import Message, as_messages
 
 Reason = Literal["token-threshold", "tool-event", "turn-limit", "skip"]
 
+# The tools of the common harnesses whose results are whole files, searches or web pages: after one of them the
+# history may have grown by thousands of tokens in one step (Claude Code, OpenHands, SWE-agent, Moatless, Codex).
+HEAVY_TOOLS = frozenset(
+    {
+        "search_codebase",
+        "read_many_files",
+        "read",
+        "read_file",
+        "view",
+        "view_file",
+        "grep",
+        "glob",
+        "webfetch",
+        "web_fetch",
+        "websearch",
+        "viewcode",
+        "semanticsearch",
+        "findcodesnippet",
+        "str_replace_editor",
+        "file_search",
+        "codebase_search",
+    }
+)
+
 
 class TriggerConfig(BaseModel):
     """Thresholds of the trigger. Fractions are of the target model's context window."""
@@ -23,8 +47,8 @@ class TriggerConfig(BaseModel):
     """Compress when the history uses more than this share of the window."""
     tool_event_fraction: float = Field(0.40, gt=0, le=1)
     """...or more than this share when the last message comes from a heavy tool."""
-    heavy_tools: frozenset[str] = frozenset({"search_codebase", "read_many_files"})
-    """Tools whose results tend to be large (matched on the tool name)."""
+    heavy_tools: frozenset[str] = HEAVY_TOOLS
+    """Tools whose results tend to be large (matched on the tool name, case-insensitively)."""
     turn_limit: int = Field(30, ge=1)
     """...or when this many turns have passed since the last compression."""
 
@@ -69,7 +93,11 @@ def decide(
     reason: Reason = "skip"
     if estimated_tokens > config.token_fraction * model_max_tokens:
         reason = "token-threshold"
-    elif last_tool in config.heavy_tools and estimated_tokens > config.tool_event_fraction * model_max_tokens:
+    elif (
+        last_tool is not None
+        and last_tool.lower() in {t.lower() for t in config.heavy_tools}
+        and estimated_tokens > config.tool_event_fraction * model_max_tokens
+    ):
         reason = "tool-event"
     elif turns_since_last_compression >= config.turn_limit:
         reason = "turn-limit"

@@ -5,16 +5,21 @@
 
     agent = create_agent(model, tools, middleware=[OfflineCompactionMiddleware(model_max_tokens=32_768)])
 
-Like LangChain's ``SummarizationMiddleware`` it works in ``before_model`` and replaces the whole message list
-(``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` then the new list), but the trigger, the cut and the summary are
-``CompactionHook``'s: exact token counts, the head (the task) kept verbatim, an AI message with tool calls never
-separated from its tool messages, the summary a grounded ``CompressedContext`` written offline, and the replaced
-messages archived first. Kept messages are passed through as the same objects (ids, metadata and all).
+A drop-in for LangChain's ``SummarizationMiddleware``: it works in ``before_model`` and replaces the whole message
+list (``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` then the new list); its summary is a ``HumanMessage`` marked as
+``SummarizationMiddleware`` marks its own (``additional_kwargs["lc_source"] == "summarization"``, our own marks in
+``lc_data``); it registers no tool unless asked (``recall=True``), so a model that takes no tools works; and
+``model=`` (the agent's chat model) gives the window from the model's profile (``max_input_tokens``). But the
+trigger, the cut and the summary are ``CompactionHook``'s: exact token counts, the head (the task) kept verbatim, an
+AI message with tool calls never separated from its tool messages, the summary a grounded ``CompressedContext``
+written offline, the replaced messages archived first, and no compaction loops (the hook's target and hold). Kept
+messages are passed through as the same objects (ids, metadata and all); one cut to fit the window (the hook's
+last resort) is a copy with the same id.
 
 Each conversation gets its own hook, so two threads never share a summary: the conversation is the
-checkpointer's ``thread_id``, or, without a checkpointer, the id of the first message (the head keeps it). The
-middleware also offers a ``recall`` tool that searches the conversation's archived messages; pass
-``recall=False`` to offer none (the summary then does not mention it). Install with
+checkpointer's ``thread_id``, or, without a checkpointer, the id of the first message (the head keeps it; with
+``keep_first=0`` the summary, first, carries the conversation on). ``recall=True`` offers a ``recall`` tool that
+searches the conversation's archived messages, and the summary says so. Install with
 ``pip install "offline_compress[langchain]"``."""
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import asyncio
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 try:
@@ -52,8 +57,11 @@ from ..history.messages import parse_message
 from ..hook import CompactionHook
 from ..summary.message import parse_summary_message
 
-# Marks the summary message we add, in its ``additional_kwargs``: a user's own text that happens to start with
-# the summary marker is never taken for a summary.
+# How the summary message we add is marked, in its ``additional_kwargs``: ``lc_source`` as SummarizationMiddleware
+# marks its own (langchain-core's notification metadata: integrations do not send it to the model), our own mark in
+# ``lc_data`` (a user's own text that happens to start with the summary marker is never taken for a summary), with
+# the conversation the summary belongs to. ``SUMMARY_KWARG`` alone marked it before (still read).
+LC_SOURCE = "summarization"
 SUMMARY_KWARG = "offline_compress"
 MAX_CONVERSATIONS = 256  # hooks kept (least recently used dropped: its summary still lives in the messages)
 
@@ -66,39 +74,79 @@ def to_openai(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     return converted
 
 
-def summary_to_langchain(summary: dict[str, Any]) -> BaseMessage:
-    """The hook's summary message (role user or system) as a LangChain message, marked as ours."""
+def summary_to_langchain(summary: dict[str, Any], conversation: str | None = None) -> BaseMessage:
+    """The hook's summary message (role user or system) as a LangChain message, marked as ours (and as
+    SummarizationMiddleware marks its summary), carrying the ``conversation`` key it belongs to."""
     cls = HumanMessage if summary["role"] == "user" else SystemMessage
-    return cls(content=summary["content"], id=str(uuid.uuid4()), additional_kwargs={SUMMARY_KWARG: "summary"})
+    data = {SUMMARY_KWARG: "summary"} | ({"conversation": conversation} if conversation else {})
+    kwargs = {"lc_source": LC_SOURCE, "lc_data": data}
+    return cls(content=summary["content"], id=str(uuid.uuid4()), additional_kwargs=kwargs)
+
+
+def _mark(message: BaseMessage) -> dict[str, Any] | None:
+    data = message.additional_kwargs.get("lc_data")
+    if message.additional_kwargs.get("lc_source") == LC_SOURCE and isinstance(data, dict):
+        return data if data.get(SUMMARY_KWARG) == "summary" else None
+    return {} if message.additional_kwargs.get(SUMMARY_KWARG) == "summary" else None  # the earlier mark
 
 
 def is_summary(message: BaseMessage) -> bool:
     """A summary message this middleware added (and still holding a valid summary)."""
-    if message.additional_kwargs.get(SUMMARY_KWARG) != "summary":
+    if _mark(message) is None or not isinstance(message.content, str):
         return False
     return parse_summary_message(parse_message({"role": "system", "content": message.content}, index=0)) is not None
+
+
+def summary_conversation(message: BaseMessage) -> str | None:
+    """The conversation key a summary of ours carries (None: not one of ours, or from before keys were carried)."""
+    mark = _mark(message)
+    key = mark.get("conversation") if mark else None
+    return key if isinstance(key, str) and is_summary(message) else None
+
+
+def profile_window(model: Any) -> int | None:
+    """``max_input_tokens`` of a chat model's profile (langchain-core's ``BaseChatModel.profile``), if it has one."""
+    profile = getattr(model, "profile", None)
+    tokens = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
+    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0 else None
 
 
 class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Compacts the conversation before a model call when ``CompactionHook``'s trigger fires.
 
-    ``model_max_tokens``: the agent model's context window. ``summary_role``: the summary is a ``HumanMessage``
-    (default; as ``SummarizationMiddleware`` does, since some providers accept system messages only first) or a
-    ``SystemMessage``. ``recall``: offer the ``recall`` tool. ``session_prefix``: archive sessions are
-    ``session_prefix + thread_id``. Other keyword arguments go to each ``CompactionHook`` (``archive_path``,
-    ``compressor``, ``keep_last``, ``keep_first``, ``trigger``, ``counter``, ``summary_fraction``,
-    ``summary_max_tokens``)."""
+    ``model_max_tokens``: the agent model's context window; ``None`` (default): the ``max_input_tokens`` of
+    ``model``'s profile (the agent's chat model, or a name for ``init_chat_model``, as ``SummarizationMiddleware``
+    takes it; it is never called). ``summary_role``: the summary is a ``HumanMessage`` (default; as
+    ``SummarizationMiddleware`` does, since some providers accept system messages only first) or a
+    ``SystemMessage``. ``recall``: offer the ``recall`` tool (default off: a model that takes no tools must work,
+    and ``SummarizationMiddleware`` offers none). ``session_prefix``: archive sessions are ``session_prefix +
+    thread_id``. Other keyword arguments go to each ``CompactionHook`` (``archive_path``, ``compressor``,
+    ``keep_last``, ``keep_first``, ``trigger``, ``counter``, ``summary_fraction``, ``summary_max_tokens``,
+    ``target_fraction``)."""
 
     def __init__(
         self,
-        model_max_tokens: int,
+        model_max_tokens: int | None = None,
         *,
+        model: Any = None,
         summary_role: Literal["human", "system"] = "human",
-        recall: bool = True,
+        recall: bool = False,
         session_prefix: str = "langchain-",
         **hook_options: Any,
     ) -> None:
         super().__init__()
+        if model_max_tokens is None:
+            if isinstance(model, str):
+                from langchain.chat_models import init_chat_model
+
+                model = init_chat_model(model)
+            model_max_tokens = profile_window(model)
+            if model_max_tokens is None:
+                profile = getattr(model, "profile", None)
+                raise ValueError(
+                    "OfflineCompactionMiddleware needs model_max_tokens=, or model= whose profile gives "
+                    f"max_input_tokens (got model={type(model).__name__}, profile={profile!r})"
+                )
         if summary_role not in ("human", "system"):
             raise ValueError(f"summary_role must be 'human' or 'system', got {summary_role!r}")
         for forbidden in ("session", "recall_note"):
@@ -123,9 +171,13 @@ class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     @staticmethod
     def conversation_key(thread_id: str | None, messages: Sequence[BaseMessage]) -> str | None:
+        """``thread:<id>`` with a checkpointer; else ``first:<id of the first message>``, or the key a summary of
+        ours carries when it is first (``keep_first=0``: the summary replaced the first message)."""
         if thread_id is not None:
             return f"thread:{thread_id}"
-        return f"first:{messages[0].id}" if messages and messages[0].id else None
+        if not messages:
+            return None
+        return summary_conversation(messages[0]) or (f"first:{messages[0].id}" if messages[0].id else None)
 
     def hook(self, key: str | None) -> CompactionHook:
         """The hook of one conversation (created on first use; ``None``: a new hook each time)."""
@@ -144,22 +196,37 @@ class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     # ------------------------------------------------------------------------------------------ the hook point
 
-    def compact(self, messages: Sequence[AnyMessage], hook: CompactionHook) -> list[BaseMessage] | None:
-        """The new message list, or None when the hook keeps the history as it is."""
+    def compact(
+        self, messages: Sequence[AnyMessage], hook: CompactionHook, key: str | None = None
+    ) -> list[BaseMessage] | None:
+        """The new message list, or None when the hook keeps the history as it is. ``key``: the conversation the
+        summary carries on."""
         converted = to_openai(messages)
         new = hook.before_step(converted)
         if len(new) == len(converted) and all(a is b for a, b in zip(new, converted)):
             return None
         original = {id(d): m for d, m in zip(converted, messages)}
-        return [original[id(d)] if id(d) in original else summary_to_langchain(d) for d in new]
+        out: list[BaseMessage] = []
+        summary_added = False  # [*head, summary, *recent]: the first message that is not one of ours is the summary
+        for i, d in enumerate(new):
+            if id(d) in original:
+                out.append(original[id(d)])
+            elif not summary_added:
+                out.append(summary_to_langchain(d, key))
+                summary_added = True
+            else:  # a recent message the hook cut to fit the window: the same message (id and all), its text cut
+                source = messages[len(messages) - (len(new) - i)]
+                out.append(source.model_copy(update={"content": d["content"]}))
+        return out
 
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         messages = state["messages"]
         if not messages:
             return None
         info = getattr(runtime, "execution_info", None)
-        hook = self.hook(self.conversation_key(getattr(info, "thread_id", None), messages))
-        new = self.compact(messages, hook)
+        key = self.conversation_key(getattr(info, "thread_id", None), messages)
+        hook = self.hook(key)
+        new = self.compact(messages, hook, key)
         if new is None:
             return None
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *new]}

@@ -11,14 +11,23 @@ the summary, and the offset where the SDK inserts it), and the SDK applies it to
 
 - Requirement: an unhandled ``CondensationRequest`` (a user's or the agent's) or a view that no longer fits the
   window is HARD; our trigger firing (60% of the window by default, a heavy tool, the turn limit) is SOFT, so
-  when no condensation is possible the agent just goes on with the full view.
+  when no condensation is possible the agent just goes on with the full view. A summariser that fails (a model
+  that cannot load) is a ``NoCondensationAvailableException`` for a SOFT requirement and a hard context reset
+  with the extractive compressor for a HARD one: the conversation never crashes on it. A HARD one always shrinks
+  the view: the summary down to its required items, then (as the SDK's own reset does) everything after the
+  system prompt, ``keep_first`` included, is summarised.
+- No condensation loops (``CompactionHook``'s guard): a condensation aims at half the window; when the summary
+  at its floor cannot get there, the trigger is held until the view has grown by a tenth of the window, and when
+  the view would not even fit the window, fewer recent messages are kept.
 - What is kept follows the SDK's conventions: the ``SystemPromptEvent`` and the first ``keep_first`` events
   are never forgotten; every boundary is one of the view's manipulation indices (tool calls with their
   observations, multi-action batches and thinking-block tool loops stay whole); the last ``keep_last``
   messages stay verbatim. Between them everything is forgotten, and only what the summary covers.
 - The summary is ``CompactionHook``'s: a ``[CONTEXT_SUMMARY]`` JSON document written offline (grounded facts,
   the embedded model's narrative), the replaced events archived first. An earlier summary of ours in the view
-  is merged into the next one and forgotten with the events around it.
+  is merged into the next one and forgotten with the events around it; one written by another condenser (the
+  SDK's ``LLMSummarizingCondenser`` on a resumed conversation) is carried into ours as work-log entries, its
+  text word for word (redacted), never dropped.
 - The view is the only state: a conversation restored from its events condenses as the live one would.
 
 Install with ``pip install "offline_compress[openhands]"`` (the SDK needs Python >= 3.12)."""
@@ -26,9 +35,11 @@ Install with ``pip install "offline_compress[openhands]"`` (the SDK needs Python
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +71,14 @@ from ..history.cut import cut_index
 from ..history.messages import Message, as_messages
 from ..history.plan import Plan, plan_compaction
 from ..history.trigger import TriggerConfig, evaluate_compression
-from ..hook import DEFAULT_SUMMARY_FRACTION, DEFAULT_SUMMARY_MAX_TOKENS, CompactionHook
+from ..hook import DEFAULT_SUMMARY_FRACTION, DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_TARGET_FRACTION, CompactionHook
+from ..secrets.redact import redact
+from ..summary import schema as S
+from ..summary.harder import FLOOR_TOKENS
 from ..summary.message import is_summary_message
+
+log = logging.getLogger(__name__)
+CARRIED = "read the summary of earlier events written by another condenser"  # the ``ran`` of a carried summary
 
 
 def view_messages(events: Sequence[LLMConvertibleEvent]) -> tuple[list[dict[str, Any]], list[int]]:
@@ -99,6 +116,22 @@ def view_messages(events: Sequence[LLMConvertibleEvent]) -> tuple[list[dict[str,
     return messages, starts
 
 
+def carried_summary(text: str) -> S.CompressedContext:
+    """A summary written by another condenser as a previous summary of ours: its text, redacted and word for word,
+    as work-log entries (``said``, in pieces of at most ``MAX_SAID_CHARS`` cut at line ends), so that the next
+    summary merges it as it merges its own (the budget may drop its least informative sentences, never all)."""
+    pieces: list[str] = []
+    for line in redact(text).splitlines():
+        while line:
+            if pieces and len(pieces[-1]) + 1 + len(line[: S.MAX_SAID_CHARS]) <= S.MAX_SAID_CHARS:
+                pieces[-1] += "\n" + line[: S.MAX_SAID_CHARS]
+            else:
+                pieces.append(line[: S.MAX_SAID_CHARS])
+            line = line[S.MAX_SAID_CHARS :]
+    steps = [S.Step(said=piece, ran=CARRIED, outcome="success") for piece in pieces[-S.MAX_STEPS :] if piece.strip()]
+    return S.CompressedContext(work_log=steps)
+
+
 def turns_since_summary(messages: Sequence[Message]) -> int:
     """Agent turns after our last summary (all of them when there is none): the hook's turn count, read from
     the view instead of kept in memory."""
@@ -111,11 +144,14 @@ class OfflineCondenser(RollingCondenser):
 
     ``max_tokens``: the window the trigger works against; default (None) the agent LLM's
     ``effective_max_input_tokens`` (the smaller of the two when both are known). ``keep_first``: events at the
-    start never condensed (the SDK's convention; the system prompt is always kept). ``keep_last``: messages kept
-    verbatim at the end. ``model``: the compressor's model (manifest name or ``.gguf`` path; None: extractive,
-    no model). ``archive_path``, ``session``: where the replaced events are archived (``CompactionHook``; default
-    a new session id per condenser). ``summary_fraction``, ``summary_max_tokens``: the summary's token budget
-    (``CompactionHook``'s). ``compressor=``: an already loaded ``Compressor`` to share (not serialised)."""
+    start never condensed (the SDK's convention; the system prompt is always kept; a HARD reset that cannot
+    shrink otherwise summarises them too). ``keep_last``: messages kept verbatim at the end. ``model``: the
+    compressor's model (manifest name or ``.gguf`` path; None: extractive, no model; loaded at the first
+    condensation, and a model that cannot load fails that condensation, not the conversation). ``archive_path``,
+    ``session``: where the replaced events are archived (``CompactionHook``; default a new session id per
+    condenser). ``summary_fraction``, ``summary_max_tokens``, ``target_fraction``: the summary's token budget and
+    the loop guard's target (``CompactionHook``'s). ``compressor=``: an already loaded ``Compressor`` to share
+    (not serialised)."""
 
     max_tokens: int | None = Field(default=None, gt=0)
     keep_first: int = Field(default=2, ge=0)
@@ -126,6 +162,7 @@ class OfflineCondenser(RollingCondenser):
     trigger: TriggerConfig = TriggerConfig()
     summary_fraction: float = Field(default=DEFAULT_SUMMARY_FRACTION, gt=0, le=1)
     summary_max_tokens: int = Field(default=DEFAULT_SUMMARY_MAX_TOKENS, gt=0)
+    target_fraction: float = Field(default=DEFAULT_TARGET_FRACTION, gt=0, le=1)
 
     _compressor: Compressor | None = PrivateAttr(default=None)
     _hook: CompactionHook | None = PrivateAttr(default=None)
@@ -142,20 +179,25 @@ class OfflineCondenser(RollingCondenser):
         """The hook that writes and archives the summaries, for a window of ``window`` tokens (its summary
         budget is a share of the window). Created on first use, again if the window changes, same session."""
         if self._hook is None or self._hook.model_max_tokens != window:
-            compressor = self._compressor or default_compressor(self.model)
             archive = Path(self.archive_path) if self.archive_path else None
-            # recall_note="": a condenser cannot offer the agent a tool, so the summary must not mention one.
+            # recall_note="": a condenser cannot offer the agent a tool, so the summary must not mention one. The
+            # compressor is set at each condensation (``summariser``): loading a model may fail, and must fail there.
             self._hook = CompactionHook(
                 window,
                 archive_path=archive,
                 session=self.session or self._session,
-                compressor=compressor,
+                compressor=Compressor(None),
                 trigger=self.trigger,
                 recall_note="",
                 summary_fraction=self.summary_fraction,
                 summary_max_tokens=self.summary_max_tokens,
+                target_fraction=self.target_fraction,
             )
         return self._hook
+
+    def summariser(self) -> Compressor:
+        """The compressor of the summaries: ``compressor=``, else ``model``'s (loaded on first use; may raise)."""
+        return self._compressor or default_compressor(self.model)
 
     @property
     def hook(self) -> CompactionHook | None:
@@ -174,12 +216,13 @@ class OfflineCondenser(RollingCondenser):
             return CondensationRequirement.HARD, "request"
         limit = self.window(agent_llm)
         parsed = as_messages(view_messages(view.events)[0])
+        hook = self.hook_for(limit)
         decision = evaluate_compression(
-            parsed, limit, turns_since_summary(parsed), config=self.trigger, counter=self.hook_for(limit).counter
+            parsed, limit, turns_since_summary(parsed), config=self.trigger, counter=hook.counter
         )
         if decision.estimated_tokens >= limit:
             return CondensationRequirement.HARD, "context-window"
-        if decision.should_compress:
+        if decision.should_compress and not hook.held(parsed, decision.estimated_tokens):
             return CondensationRequirement.SOFT, decision.reason
         return None, "skip"
 
@@ -187,14 +230,45 @@ class OfflineCondenser(RollingCondenser):
         return self.assess(view, agent_llm)[0]
 
     def get_condensation(self, view: View, agent_llm: LLM | None = None) -> Condensation:
-        return self._condense(view, agent_llm, self.keep_last)
+        """The condensation of the view; ``NoCondensationAvailableException`` when there is none, or when the
+        summariser failed (the SDK then goes on with the view for a SOFT requirement, resets for a HARD one)."""
+        try:
+            return self._condense(view, agent_llm, self.keep_last)
+        except NoCondensationAvailableException:
+            raise
+        except Exception as err:  # a summariser that failed must not end the conversation
+            log.warning("offline_compress could not condense: %s: %s", type(err).__name__, err, exc_info=True)
+            if self._hook is not None:  # no retry at every step: the trigger is held until the view grows
+                parsed = as_messages(view_messages(view.events)[0])
+                self._hook.hold(parsed, self._hook.counter.count(parsed))
+            raise NoCondensationAvailableException(
+                f"offline_compress could not condense the view: {type(err).__name__}: {err}"
+            ) from err
 
     def hard_context_reset(self, view: View, agent_llm: LLM | None = None) -> Condensation | None:
-        """Everything after the kept head, the recent messages included, becomes the summary."""
-        try:
-            return self._condense(view, agent_llm, 0)
-        except NoCondensationAvailableException:
-            return None
+        """Everything after the kept head, the recent messages included, becomes the summary, small enough that the
+        view shrinks; if it cannot, everything after the system prompt (the SDK's own reset). A summariser that
+        fails is replaced by the extractive compressor, which loads no model. None: nothing after the system
+        prompt to condense."""
+        for fallback in (False, True):
+            try:
+                for keep_first in (None, 0):
+                    try:
+                        return self._condense(
+                            view, agent_llm, 0, must_shrink=True, keep_first=keep_first, fallback=fallback
+                        )
+                    except NoCondensationAvailableException:
+                        continue
+                return None
+            except Exception as err:
+                if fallback:
+                    raise
+                log.warning(
+                    "hard context reset: the summariser failed (%s: %s); resetting with the extractive compressor",
+                    type(err).__name__,
+                    err,
+                )
+        return None
 
     async def aget_condensation(self, view: View, agent_llm: LLM | None = None) -> Condensation:
         # The compressor blocks (llama.cpp): keep the event loop free.
@@ -205,15 +279,24 @@ class OfflineCondenser(RollingCondenser):
 
     # ---------------------------------------------------------------------------------------------- the range
 
-    def forgotten_range(self, view: View, parsed: Sequence[Message], starts: Sequence[int], keep_last: int) -> Plan:
+    def forgotten_range(
+        self,
+        view: View,
+        parsed: Sequence[Message],
+        starts: Sequence[int],
+        keep_last: int,
+        keep_first: int | None = None,
+    ) -> Plan:
         """The plan whose ``[head, cut)`` (in messages) is summarised and forgotten. Both boundaries are
         manipulation indices of the view, and both are where ``plan_compaction`` itself puts them (so the summary
-        covers exactly the forgotten events): the head moves later and the cut earlier until the two agree."""
+        covers exactly the forgotten events): the head moves later and the cut earlier until the two agree.
+        ``keep_first``: instead of the condenser's (the system prompt is kept whatever it says)."""
         events = view.events
         first_event = {e: m for m, e in enumerate(starts)}
         safe = sorted(i for i in view.manipulation_indices if i in first_event)  # event indices that start a message
         system = next((i for i, e in enumerate(events) if isinstance(e, SystemPromptEvent)), None)
-        protected = max(self.keep_first, system + 1 if system is not None else 0)
+        first = self.keep_first if keep_first is None else keep_first
+        protected = max(first, system + 1 if system is not None else 0)
 
         def at_or_after(event: int) -> int | None:
             return next((i for i in safe if i >= event), None)
@@ -241,15 +324,71 @@ class OfflineCondenser(RollingCondenser):
             "and no boundary between them keeps tool calls with their observations"
         )
 
-    def _condense(self, view: View, agent_llm: LLM | None, keep_last: int) -> Condensation:
+    def fitting_range(
+        self, view: View, parsed: Sequence[Message], starts: Sequence[int], hook: CompactionHook, keep_first: int | None
+    ) -> Plan:
+        """``forgotten_range`` with ``keep_last``, or, when even a summary at its floor would leave a view that does
+        not fit the window, with fewer recent messages: the most that reach the hook's target, else the window."""
+        counts = hook.counter.message_counts(parsed)
+
+        def estimate(plan: Plan) -> int:  # the condensed view, its summary at the floor
+            return sum(counts[: plan.head]) + FLOOR_TOKENS + sum(counts[plan.cut :])
+
+        plans = []
+        for k in range(self.keep_last, -1, -1):
+            try:
+                plans.append(self.forgotten_range(view, parsed, starts, k, keep_first))
+            except NoCondensationAvailableException:
+                continue
+            if k == self.keep_last and estimate(plans[0]) < hook.model_max_tokens:
+                return plans[0]
+        if not plans:
+            return self.forgotten_range(view, parsed, starts, 0, keep_first)  # raises, saying why
+        for limit in (hook.target_tokens, hook.model_max_tokens - 1):
+            plan = next((p for p in plans if estimate(p) <= limit), None)
+            if plan is not None:
+                return plan
+        return plans[-1]
+
+    def foreign_summary(self, view: View, parsed: Sequence[Message], starts: Sequence[int], plan: Plan) -> Plan:
+        """``plan`` with a summary written by another condenser in its range (the last one, when the range holds
+        none of ours) as its previous summary, carried (``carried_summary``) instead of summarised as a message."""
+        if plan.previous_at is not None:
+            return plan
+        for m in range(plan.cut - 1, plan.head - 1, -1):
+            event = view.events[starts[m]]
+            if isinstance(event, CondensationSummaryEvent) and not is_summary_message(parsed[m]):
+                return replace(plan, previous=carried_summary(event.summary), previous_at=m)
+        return plan
+
+    def _condense(
+        self,
+        view: View,
+        agent_llm: LLM | None,
+        keep_last: int,
+        *,
+        must_shrink: bool = False,
+        keep_first: int | None = None,
+        fallback: bool = False,
+    ) -> Condensation:
         requirement, reason = self.assess(view, agent_llm)
         messages, starts = view_messages(view.events)
         parsed = as_messages(messages)
-        plan = self.forgotten_range(view, parsed, starts, keep_last)
-        head, cut = plan.head, plan.cut
         hook = self.hook_for(self.window(agent_llm))
-        # the plan's previous summary is the one in the view, never the hook's memory
-        new = hook.compact(messages, reason=reason if requirement is not None else "request", plan=plan)
+        if keep_last == self.keep_last and not must_shrink:
+            plan = self.fitting_range(view, parsed, starts, hook, keep_first)
+        else:
+            plan = self.forgotten_range(view, parsed, starts, keep_last, keep_first)
+        plan = self.foreign_summary(view, parsed, starts, plan)
+        head, cut = plan.head, plan.cut
+        # the extractive compressor loads no model: it is what a hard reset falls back on when the summariser failed
+        hook.compressor = Compressor(None) if fallback else self.summariser()
+        # the plan's previous summary is the one in the view (ours, or another condenser's), never the hook's memory
+        foreign = (
+            plan.previous if plan.previous_at is not None and not is_summary_message(parsed[plan.previous_at]) else None
+        )
+        why = reason if requirement is not None else "request"
+        new = hook.compact(messages, reason=why, plan=plan, previous=foreign, must_shrink=must_shrink)
         metrics = hook.metrics[-1]
         if metrics.outcome != "compacted":
             raise NoCondensationAvailableException(f"offline_compress kept the history: {metrics.note}")

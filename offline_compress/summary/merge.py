@@ -3,9 +3,10 @@ draft, and the previous summary (a later compaction adds to it).
 
 What is kept when there is too much: previous constraints are never dropped (new ones follow them up to the
 schema's bound). Everything else is bounded by the schema's list lengths and, when the caller gives one, by a
-token budget (``fit``): the oldest tool-call entries and decisions go first; then the work log is packed into
-the room left, line by line, by the names each line adds (``pack.py``); failed attempts and completed items go
-(oldest first) only if the rest alone is over the budget. Every item a bound drops is counted
+token budget (``fit``): the tool-call entries keep the newest distinct ones that fit in their share of the
+budget (``TOOL_CALLS_SHARE``) and the oldest decisions go first; then the work log is packed into the room left,
+line by line, by the names each line adds (``pack.py``); failed attempts, completed items and the remaining tool
+calls go (oldest first) only if the rest alone is over the budget. Every item a bound drops is counted
 (``clipped_items``); all of them stay in the archive of replaced messages."""
 
 from __future__ import annotations
@@ -71,17 +72,11 @@ def _bounded(items: list[Any], limit: int, stats: ClipCounter, *, keep: str = "n
 
 
 def _material(step: WorkStep) -> Material:
-    """A work-log entry, redacted before anything is cut (a secret cut at a boundary would escape redaction)."""
-    saw = [redact(line) for line in step.saw]
-    failed = len(saw) - 1 if step.outcome == "error" and saw else None  # steps.py appends the error line last
-    return Material.of(
-        redact(step.said),
-        [redact(line) for line in step.code],
-        redact(step.ran),
-        saw,
-        step.outcome or "partial",
-        failed,
-    )
+    """A work-log entry. Not redacted again: the compressor redacts the messages whole before anything is read from
+    them (a secret cut at a piece's boundary would escape a pass over the piece), and the finished summary once more
+    (``secrets.summary``)."""
+    failed = len(step.saw) - 1 if step.outcome == "error" and step.saw else None  # steps.py appends it last
+    return Material.of(step.said, list(step.code), step.ran, list(step.saw), step.outcome or "partial", failed)
 
 
 @dataclass(frozen=True)
@@ -97,12 +92,17 @@ class Sources:
     kept_texts: Sequence[str] = ()
 
 
+TOOL_CALLS_SHARE = 0.05  # of the budget, kept for the newest distinct tool calls (chosen on the replay design split)
+
+
 @dataclass(frozen=True)
 class Budget:
-    """A summary's token budget, counted by the target's counter on the canonical JSON."""
+    """A summary's token budget, counted by the target's counter on the canonical JSON. ``tool_calls_share``: the
+    share of it the newest distinct (tool, target, outcome) entries may keep before anything else is cut."""
 
     tokens: int
     counter: CountsTokens
+    tool_calls_share: float | None = None  # None: TOOL_CALLS_SHARE
 
 
 def merge(
@@ -188,9 +188,10 @@ def fit(
     known: set[str] | frozenset[str] = frozenset(),
     material: Sequence[Material] | None = None,
 ) -> S.CompressedContext:
-    """Cut ``doc`` to ``budget.tokens`` (see the module docstring for the order): the oldest tool-call entries
-    and decisions go first; then the work log is packed into the room left (``pack.py``: its pieces by the names
-    they add, newest steps first); then failed attempts and completed items go, oldest first. ``material``: the
+    """Cut ``doc`` to ``budget.tokens`` (see the module docstring for the order): the tool-call entries keep the
+    newest that fit in their share of the budget, the oldest decisions go first; then the work log is packed into
+    the room left (``pack.py``: its pieces by the names they add, newest steps first); then failed attempts,
+    completed items and the remaining tool calls go, oldest first. ``material``: the
     work log before any cut (default: ``doc``'s own). Constraints and the remaining task are never dropped, so
     a document can stay above the budget; the caller measures it. Every item dropped is counted."""
 
@@ -232,29 +233,68 @@ def fit(
                 stats.clipped_items += 1
         return total
 
-    if drop_oldest(("tool_calls_summary", "decisions"), total) <= budget_tokens:
-        return build(list(doc.work_log))
-    rest = build([]).to_json()
-    base = count_text(rest)
-    if base > budget_tokens:  # the rest alone is over: failed attempts and completed items go too
-        base = drop_oldest(("failed_attempts", "completed"), base)
+    # The tool calls wait: they are chosen after the work log, among the calls it no longer shows.
+    calls = lists["tool_calls_summary"]
+    lists["tool_calls_summary"] = []
+    share = TOOL_CALLS_SHARE if budget.tool_calls_share is None else budget.tool_calls_share
+    reserve = int(share * budget_tokens) if calls else 0
+    total = count_text(build(list(doc.work_log)).to_json())
+    if drop_oldest(("decisions",), total) <= budget_tokens - reserve:
+        work_log = list(doc.work_log)
+    else:
         rest = build([]).to_json()
-    room = budget_tokens - base
-    known = set(known) | names(rest)  # what the rest of the document says is not paid twice
-    # pack's costs are per piece, so the exact total differs a little: pack again with the room corrected by
-    # what the exact count says, and keep the fullest work log that fits
+        base = count_text(rest)
+        if base > budget_tokens - reserve:  # the rest alone is over: failed attempts and completed items go too
+            base = drop_oldest(("failed_attempts", "completed"), base + reserve) - reserve
+            rest = build([]).to_json()
+        known = set(known) | names(rest)  # what the rest of the document says is not paid twice
+        work_log = _packed(read(steps, budget.counter), budget_tokens - reserve, budget, known, build)
+    stats.clipped_items += len(steps) - len(work_log)
+    lists["tool_calls_summary"] = _uncovered_calls(calls, work_log, budget_tokens, count_text, build, cost, stats)
+    return build(work_log)
+
+
+def _packed(pieces: Any, target: int, budget: Budget, known: set[str], build: Any) -> list[S.Step]:
+    """The fullest work log whose document fits in ``target`` tokens. pack's costs are per piece, so the exact
+    total differs a little: pack again with the room corrected by what the exact count says."""
+    count_text = budget.counter.count_text
+    room = target - count_text(build([]).to_json())
     work_log: list[S.Step] = []
     best = -1
-    pieces = read(steps, budget.counter)
     for _ in range(4):
         if room <= 0:
             break
         packed = pack(pieces, room, budget.counter, known=known)
         exact = count_text(build(packed).to_json())
-        if exact <= budget_tokens and exact > best:
+        if exact <= target and exact > best:
             work_log, best = packed, exact
-        if budget_tokens - 16 <= exact <= budget_tokens:
+        if target - 16 <= exact <= target:
             break
-        room += budget_tokens - exact - (8 if exact > budget_tokens else 0)
-    stats.clipped_items += len(steps) - len(work_log)
-    return build(work_log)
+        room += target - exact - (8 if exact > target else 0)
+    return work_log
+
+
+def _uncovered_calls(
+    calls: list[S.ToolCallSummary],
+    work_log: list[S.Step],
+    budget_tokens: int,
+    count_text: Any,
+    build: Any,
+    cost: Any,
+    stats: ClipCounter,
+) -> list[S.ToolCallSummary]:
+    """The newest distinct calls whose target the kept work log does not show (what the agent did in the steps
+    the budget left out), as many as fit in what the budget has left; the others are counted as dropped."""
+    shown = "\n".join(step.ran for step in work_log)
+    candidates = [c for c in calls if not c.target or c.target not in shown]
+    stats.clipped_items += len(calls) - len(candidates)
+    room = budget_tokens - count_text(build(work_log).to_json())
+    kept: list[S.ToolCallSummary] = []
+    for call in reversed(candidates):
+        c = cost(call)
+        if c > room:
+            break
+        kept.append(call)
+        room -= c
+    stats.clipped_items += len(candidates) - len(kept)
+    return kept[::-1]

@@ -16,24 +16,22 @@ from __future__ import annotations
 
 import heapq
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..extract.decisions import SENTENCE_SPLIT
-from ..extract.steps import code_names
+from ..extract.steps import names as reused_names
 from ..tokens.protocol import CountsTokens
 from . import schema as S
 
-_NUMBER = re.compile(r"(?<![\w.])\d{3,}(?!\w)")  # a value printed, a line number: what an agent reuses
 HEAD_BONUS = 1  # the first line of what a step ran is worth one name: what was done
 RECENCY = 0.95  # weight of a step = RECENCY ** (number of newer steps); chosen on the replay design split
 ELLIPSIS = "…"
 
 
 def names(text: str) -> set[str]:
-    """What a piece names: names of code (``code_names``) and numbers of three digits or more."""
-    return code_names(text) | set(_NUMBER.findall(text))
+    """What a piece names (``extract.steps.names``): names of code, numbers, words of letters and digits."""
+    return reused_names(text)
 
 
 def clip(text: str, limit: int) -> str:

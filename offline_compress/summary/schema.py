@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 # Bounds. A verbatim user constraint may be a long sentence; the rest is short by design.
-MAX_CONSTRAINTS = 40
-MAX_CONSTRAINT_CHARS = 600
+MAX_CONSTRAINTS = 80
+MAX_CONSTRAINT_CHARS = 2000  # a person's turn mid-session is kept whole
 MAX_DECISIONS = 12
 MAX_FAILED = 30
 MAX_TOOL_CALLS = 80

@@ -1,0 +1,376 @@
+"""Calls understood as calls: a function call's tool name and arguments read as the facts they state, whatever
+harness wrote them, and shown as a person reads them.
+
+Harnesses name the same acts differently (``Bash``, ``bash``, ``execute_bash``, ``shell``, ``exec_command``;
+``Edit``, ``str_replace_editor``, ``str_replace``, ``apply_patch``; ``Grep``, ``Glob``, ``search_codebase``; ...).
+``read_call`` maps each vocabulary onto one ``Call``: its kind, the command it ran, the paths it acted on, the line
+range it read, the text an edit replaced and wrote, the pattern it searched for, the items of a plan. A tool it does
+not know gets the generic rule: the tool's name and its salient argument values (strings and numbers, longest
+last).
+
+``Call.lines()`` is the call as the work log shows it, first line first (``bash: pytest -x tests/test_x.py``,
+``Read src/x.py 40-80``, ``Edit django/forms/models.py`` followed by ``- `` lines of the old text and ``+ `` lines
+of the new), never a bare JSON object. Every text in it is a verbatim piece of the arguments (paths, commands,
+old/new text), so the names an agent later reuses are found in it as written.
+
+Pure and deterministic. Unparseable arguments are read as the raw text they are.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Kind = Literal["shell", "read", "edit", "write", "search", "plan", "agent", "finish", "other"]
+
+# Names are matched case-insensitively; "server.tool" and "mcp__server__tool" forms match on their last part.
+SHELL_TOOLS = frozenset(
+    "bash shell sh zsh execute_bash execute_command run_command run_shell_command terminal run exec cmd exec_command "
+    "execute_shell command_line local_shell container.exec bash_tool shell_command".split()
+)
+READ_TOOLS = frozenset("read read_file view view_file open open_file cat viewcode view_code get_file readfile".split())
+EDIT_TOOLS = frozenset("edit multiedit str_replace replace_in_file edit_file apply_patch patch rewrite".split())
+WRITE_TOOLS = frozenset("write write_file create create_file save_file notebookedit".split())
+SEARCH_TOOLS = frozenset(
+    "grep glob find search search_codebase semanticsearch findclass findfunction findcodesnippet search_dir "
+    "search_file find_file codebase_search file_search list_files listdir ls websearch".split()
+)
+PLAN_TOOLS = frozenset("todowrite todo_write think task_tracker update_plan plan exitplanmode".split())
+AGENT_TOOLS = frozenset("task agent dispatch_agent subagent".split())
+FINISH_TOOLS = frozenset("finish submit done attempt_completion".split())
+EDITOR_TOOLS = frozenset("str_replace_editor str_replace_based_edit_tool editor file_editor".split())
+
+_PATH_KEYS = (
+    "file_path",
+    "path",
+    "filepath",
+    "filename",
+    "file",
+    "target_file",
+    "absolute_path",
+    "notebook_path",
+    "dir_path",
+    "directory",
+)
+_PATTERN_KEYS = (
+    "pattern",
+    "regex",
+    "query",
+    "search_term",
+    "search",
+    "term",
+    "q",
+    "class_name",
+    "function_name",
+    "code_snippet",
+)
+_WHERE_KEYS = ("path", "dir", "directory", "file_pattern", "glob", "include")
+_COMMAND_KEYS = ("command", "cmd", "script")
+_CONTENT_KEYS = ("content", "file_text", "text", "new_code", "code")
+MAX_GENERIC_VALUES = 6
+MAX_INLINE = 160  # a value longer than this, or with a line break, is shown on lines of its own
+
+
+@dataclass(frozen=True)
+class Call:
+    """A function call read as the facts it states."""
+
+    tool: str  # the tool's own name, as the harness wrote it
+    kind: Kind
+    command: str = ""  # a shell command line (shell tools)
+    paths: tuple[str, ...] = ()  # files or folders it acted on
+    lines_read: tuple[int | None, int | None] | None = None  # a read's first and last line (None: open)
+    old: tuple[str, ...] = ()  # texts an edit replaced (one per edit of a multi-edit)
+    new: tuple[str, ...] = ()  # texts an edit (or a write) put in their place
+    pattern: str = ""  # what a search looked for
+    where: str = ""  # where it searched (path or file pattern)
+    items: tuple[str, ...] = ()  # a plan's items ("[completed] write the test"), a sub-agent's prompt
+    values: tuple[tuple[str, str], ...] = ()  # the salient arguments of a tool of no known vocabulary
+    sub: str = ""  # an editor's sub-command (view, create, str_replace, insert, undo_edit)
+
+    @property
+    def target(self) -> str:
+        """What it acted on, one line: the path(s), the pattern and where, the command, else the first value."""
+        if self.kind == "search" and self.pattern:
+            return self.pattern + (f" in {self.where}" if self.where else "")
+        if self.paths:
+            return ", ".join(self.paths)
+        if self.command:
+            return " ".join(self.command.split())
+        return next((v for _, v in self.values if "\n" not in v), "")
+
+    def head(self) -> str:
+        """The first line of ``lines()``: what was done, in a few words."""
+        return self.lines()[0]
+
+    def lines(self) -> list[str]:
+        """The call as the work log shows it (see the module docstring)."""
+        tool = self.tool
+        if self.kind == "shell":
+            first, *rest = self.command.split("\n") if self.command else [""]
+            return [f"{tool}: {first}".rstrip(), *rest]
+        paths = " ".join(self.paths)
+        if self.kind == "read":
+            span = ""
+            if self.lines_read is not None:
+                a, b = self.lines_read
+                span = f" {a if a is not None else 1}-{b if b is not None else ''}"  # "40-": from line 40 on
+            return [f"{tool} {paths}{span}".rstrip()]
+        if self.kind == "edit" and not any(self.old) and len(self.new) == 1 and _is_patch(self.new[0]):
+            return [f"{tool} {paths}".rstrip(), *_split(self.new[0])]  # a patch reads as itself
+        if self.kind in ("edit", "write"):
+            out = [f"{tool} {paths}".rstrip() + (f" ({self.sub})" if self.sub and self.sub != tool.lower() else "")]
+            for k in range(max(len(self.old), len(self.new))):
+                out += [f"- {ln}" for ln in _split(self.old[k] if k < len(self.old) else "")]
+                out += [f"+ {ln}" for ln in _split(self.new[k] if k < len(self.new) else "")]
+            return out
+        if self.kind == "search":
+            where = f" in {self.where}" if self.where else ""
+            return [f"{tool} {_quote(self.pattern)}{where}".rstrip()]
+        if self.kind in ("plan", "agent", "finish"):
+            title = self.items[0] if self.kind == "agent" and self.items else ""
+            body = self.items[1:] if self.kind == "agent" else self.items
+            return [f"{tool}: {title}" if title else tool, *body]
+        inline = [f"{k}={v}" for k, v in self.values if "\n" not in v and len(v) <= MAX_INLINE]
+        block = [(k, v) for k, v in self.values if "\n" in v or len(v) > MAX_INLINE]
+        shown = [" ".join([tool, *inline])]
+        for key, value in block:
+            shown.append(f"{key}:")
+            shown += _split(value)
+        return shown
+
+
+def _split(text: str) -> list[str]:
+    return text.split("\n") if text else []
+
+
+def _is_patch(text: str) -> bool:
+    return text.lstrip().startswith(("*** Begin Patch", "--- ", "diff --git", "@@"))
+
+
+def _quote(text: str) -> str:
+    return f'"{text}"' if text and (" " in text or not text.strip()) else text
+
+
+def parse_arguments(raw: str) -> Any:
+    """The arguments as data: JSON, else a Python literal (some harnesses log ``repr``), else the raw text."""
+    text = raw.strip()
+    if not text:
+        return {}
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    if text[0] in "{[":
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError):
+            pass
+    return raw
+
+
+def _name(name: str) -> str:
+    """The tool's name for matching: lower case; a namespaced name (``mcp__server__tool``, ``server.tool``) by its
+    last part unless the whole name is known."""
+    low = name.lower()
+    known = SHELL_TOOLS | READ_TOOLS | EDIT_TOOLS | WRITE_TOOLS | SEARCH_TOOLS | PLAN_TOOLS | AGENT_TOOLS | EDITOR_TOOLS
+    if low in known:
+        return low
+    return low.replace("__", ".").rsplit(".", 1)[-1]
+
+
+def _str(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, (int, float)):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _first(args: Mapping[str, Any], keys: Iterable[str]) -> str:
+    return next((args[k] for k in keys if isinstance(args.get(k), str) and args[k]), "")
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def shell_command(args: Mapping[str, Any]) -> str:
+    for key in _COMMAND_KEYS:
+        value = args.get(key)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list) and value and all(isinstance(x, str) for x in value):
+            # Codex's argv: ["bash", "-lc", "cmd"] is the command "cmd"; other argv joined as a shell would read it
+            if len(value) == 3 and value[0] in ("bash", "sh", "zsh") and value[1] in ("-lc", "-c"):
+                return value[2]
+            return shlex.join(value)
+    return ""
+
+
+def _read_range(args: Mapping[str, Any]) -> tuple[int | None, int | None] | None:
+    view = args.get("view_range")
+    if isinstance(view, list) and len(view) == 2:
+        a, b = _int(view[0]), _int(view[1])
+        return (a, None if b is not None and b < 0 else b)
+    start = _int(args.get("start_line", args.get("start")))
+    end = _int(args.get("end_line", args.get("end")))
+    if start is not None or end is not None:
+        return (start, end)
+    offset, limit = _int(args.get("offset")), _int(args.get("limit"))
+    if offset is not None or limit is not None:
+        first = offset if offset is not None and offset > 0 else 1
+        return (first, first + limit - 1 if limit is not None else None)
+    return None
+
+
+def _generic(tool: str, args: Any, kind: Kind = "other") -> Call:
+    if not isinstance(args, Mapping):
+        return Call(tool, kind, values=(("input", _str(args)),) if args not in ({}, "", None) else ())
+    values = [(str(k), _str(v)) for k, v in args.items() if v not in (None, "", [], {}) and not isinstance(v, bool)]
+    values.sort(key=lambda kv: len(kv[1]))  # short values first: they read as a one-line call
+    return Call(
+        tool, kind, paths=tuple(p for p in (_first(args, _PATH_KEYS),) if p), values=tuple(values[:MAX_GENERIC_VALUES])
+    )
+
+
+def _editor(tool: str, args: Mapping[str, Any]) -> Call:
+    """An editor with sub-commands (SWE-agent's / OpenHands' / Anthropic's ``str_replace_editor``)."""
+    sub = _first(args, ("command",))
+    path = _first(args, _PATH_KEYS)
+    paths = (path,) if path else ()
+    if sub == "view":
+        return Call(tool, "read", paths=paths, lines_read=_read_range(args), sub=sub)
+    if sub == "create":
+        return Call(tool, "write", paths=paths, new=(_first(args, _CONTENT_KEYS),), sub=sub)
+    if sub == "str_replace":
+        return Call(
+            tool, "edit", paths=paths, old=(_first(args, ("old_str",)),), new=(_first(args, ("new_str",)),), sub=sub
+        )
+    if sub == "insert":
+        line = _int(args.get("insert_line"))
+        return Call(
+            tool,
+            "edit",
+            paths=paths,
+            old=("",),
+            new=(_first(args, ("new_str", "text")),),
+            sub=f"insert at {line}" if line is not None else sub,
+        )
+    return Call(tool, "edit" if sub else "other", paths=paths, sub=sub)
+
+
+def _patch_paths(patch: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for line in patch.split("\n"):
+        for prefix in ("*** Update File: ", "*** Add File: ", "*** Delete File: ", "+++ b/", "+++ "):
+            if line.startswith(prefix):
+                path = line[len(prefix) :].strip()
+                if path and path != "/dev/null" and path not in out:
+                    out.append(path)
+                break
+    return tuple(out)
+
+
+def read_call(name: str, raw_arguments: str) -> Call:
+    """The facts of one function call (see the module docstring)."""
+    args = parse_arguments(raw_arguments)
+    low = _name(name)
+    if low in SHELL_TOOLS:
+        command = shell_command(args) if isinstance(args, Mapping) else (args if isinstance(args, str) else "")
+        return Call(name, "shell", command=command)
+    if not isinstance(args, Mapping):
+        if low in EDIT_TOOLS and isinstance(args, str):  # apply_patch's freeform input
+            return Call(name, "edit", paths=_patch_paths(args), new=(args,))
+        return _generic(name, args)
+    if low in EDITOR_TOOLS:
+        return _editor(name, args)
+    path = _first(args, _PATH_KEYS)
+    paths = (path,) if path else ()
+    if low in READ_TOOLS:
+        files = args.get("files")
+        if not paths and isinstance(files, list):  # Moatless ViewCode: [{file_path, start_line, end_line}]
+            spans = [f for f in files if isinstance(f, Mapping) and isinstance(f.get("file_path"), str)]
+            if spans:
+                first = spans[0]
+                rng = _read_range(first)
+                return Call(name, "read", paths=tuple(dict.fromkeys(f["file_path"] for f in spans)), lines_read=rng)
+        return Call(name, "read", paths=paths, lines_read=_read_range(args))
+    if low in EDIT_TOOLS:
+        edits = args.get("edits")
+        if isinstance(edits, list):  # MultiEdit: [{old_string, new_string}]
+            pairs = [e for e in edits if isinstance(e, Mapping)]
+            return Call(
+                name,
+                "edit",
+                paths=paths,
+                old=tuple(_first(e, ("old_string", "old_str")) for e in pairs),
+                new=tuple(_first(e, ("new_string", "new_str")) for e in pairs),
+            )
+        patch = _first(args, ("patch", "diff", "input"))
+        if patch and not _first(args, ("old_string", "old_str")):
+            return Call(name, "edit", paths=paths or _patch_paths(patch), new=(patch,))
+        return Call(
+            name,
+            "edit",
+            paths=paths,
+            old=(_first(args, ("old_string", "old_str", "old")),),
+            new=(_first(args, ("new_string", "new_str", "new", *_CONTENT_KEYS)),),
+            sub="all" if args.get("replace_all") is True else "",
+        )
+    if low in WRITE_TOOLS:
+        return Call(name, "write", paths=paths, new=(_first(args, _CONTENT_KEYS),))
+    if low in SEARCH_TOOLS:
+        pattern = _first(args, _PATTERN_KEYS)
+        where = " ".join(
+            v
+            for v in (_first(args, ("path", "dir", "directory")), _first(args, ("glob", "file_pattern", "include")))
+            if v
+        )
+        return Call(name, "search", pattern=pattern, where=where, paths=paths)
+    if low in PLAN_TOOLS:
+        return Call(name, "plan", items=_plan_items(args))
+    if low in AGENT_TOOLS:
+        title = _first(args, ("description", "subagent_type"))
+        prompt = _first(args, ("prompt", "task", "instructions"))
+        return Call(name, "agent", items=tuple(x for x in (title, *_split(prompt)) if x))
+    if low in FINISH_TOOLS:
+        message = _first(args, ("message", "finish_reason", "result", "summary"))
+        return Call(name, "finish", items=tuple(_split(message)))
+    command = shell_command(args)
+    if command and command.split(None, 1)[:1] == [name]:  # a text action turned into a call named after it
+        return Call(name, "shell", command=command)
+    return _generic(name, args)
+
+
+def _plan_items(args: Mapping[str, Any]) -> tuple[str, ...]:
+    """A plan's items: TodoWrite ``todos``, OpenHands ``task_list``, a thought's lines."""
+    for key in ("todos", "task_list", "plan", "steps"):
+        items = args.get(key)
+        if isinstance(items, list):
+            out = []
+            for item in items:
+                if isinstance(item, Mapping):
+                    text = _first(item, ("content", "title", "step", "description", "task"))
+                    status = _first(item, ("status",))
+                    out.append(f"[{status}] {text}" if status else text)
+                elif isinstance(item, str):
+                    out.append(item)
+            return tuple(x for x in out if x)
+    thought = _first(args, ("thought", "plan", "content", "command"))
+    return tuple(_split(thought))
+
+
+__all__ = ["Call", "Kind", "SHELL_TOOLS", "parse_arguments", "read_call", "shell_command"]

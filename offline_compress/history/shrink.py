@@ -1,0 +1,148 @@
+"""Shortened messages: the last resort of a compaction that must bring a history under a token target.
+
+When the summary at its smallest still leaves the history above the target (one enormous tool output, long
+thoughts among the recent messages), the messages kept verbatim after the summary are cut: the longest first, each
+down to the same cap (the fewest messages touched for the tokens saved), never below ``SHORTEST_TOKENS``. A cut keeps
+the start and the end of the text (a command's output ends with its error, a thought with its action) and says in
+the middle how much was cut and where the whole message is. The caller archives every original first.
+
+Only text is cut, in a copy: a chat message's string ``content`` or its text parts, a Responses item's string
+``output`` or text parts; tool calls, ids and every other key stay as they are. Objects that are not plain mappings
+are never cut. Pure and deterministic."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..tokens.protocol import CountsTokens
+from .conventions import is_tool_output
+from .messages import Message, parse_message
+
+SHORTEST_TOKENS = 128  # a message is never cut below this: what is left must still say what the message was
+HEAD_SHARE = 0.6  # of the characters kept, this share from the start, the rest from the end
+CUT_NOTE = "\n[… {chars:,} characters cut here to fit the context window; the whole message is in the archive …]\n"
+
+
+def _texts(raw: Mapping[str, Any]) -> list[tuple[str, int | None]]:
+    """Where the text of a message is: ``(key, None)`` for a string value, ``(key, i)`` for the i-th text part."""
+    out: list[tuple[str, int | None]] = []
+    for key in ("content", "output"):
+        value = raw.get(key)
+        if isinstance(value, str):
+            out.append((key, None))
+        elif isinstance(value, list):
+            out += [(key, i) for i, p in enumerate(value) if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
+    return out
+
+
+def text_chars(raw: Any) -> int:
+    """Characters of ``raw`` that ``shorten`` may cut (0: nothing to cut, or not a plain mapping)."""
+    if not isinstance(raw, Mapping):
+        return 0
+    return sum(len(_get(raw, where)) for where in _texts(raw))
+
+
+def _get(raw: Mapping[str, Any], where: tuple[str, int | None]) -> str:
+    key, i = where
+    value = raw[key]
+    return value if i is None else value[i]["text"]
+
+
+def clip_middle(text: str, keep: int) -> str:
+    """``text`` with its middle cut so that about ``keep`` of its characters remain, the cut said in place."""
+    if len(text) <= keep:
+        return text
+    head = int(keep * HEAD_SHARE)
+    tail = keep - head
+    return text[:head] + CUT_NOTE.format(chars=len(text) - keep) + (text[-tail:] if tail else "")
+
+
+def shorten(raw: Mapping[str, Any], keep: int) -> dict[str, Any]:
+    """A copy of ``raw`` whose text keeps about ``keep`` characters in all (each text its share of them)."""
+    places = _texts(raw)
+    total = sum(len(_get(raw, w)) for w in places)
+    out = dict(raw)
+    for where in places:
+        text = _get(raw, where)
+        share = max(1, keep * len(text) // total) if total else 0
+        key, i = where
+        if i is None:
+            out[key] = clip_middle(text, share)
+        else:
+            parts = list(out[key]) if out[key] is raw[key] else out[key]
+            parts[i] = {**parts[i], "text": clip_middle(text, share)}
+            out[key] = parts
+    return out
+
+
+def caps(counts: Sequence[int], candidates: Sequence[int], excess: int) -> int | None:
+    """The one token cap for the ``candidates`` that saves about ``excess`` tokens (the highest that does: the fewest
+    tokens cut), never below ``SHORTEST_TOKENS``; None when nothing can be cut."""
+    sizes = sorted((counts[i] for i in candidates if counts[i] > SHORTEST_TOKENS), reverse=True)
+    if excess <= 0 or not sizes:
+        return None
+    above = 0
+    for k, size in enumerate(sizes):  # with the k+1 largest above the cap, the cap that saves exactly ``excess``
+        above += size
+        cap = (above - excess) / (k + 1)
+        if cap >= (sizes[k + 1] if k + 1 < len(sizes) else SHORTEST_TOKENS):
+            return max(SHORTEST_TOKENS, int(cap))
+    return SHORTEST_TOKENS
+
+
+def shorten_recent(
+    history: Sequence[Any], parsed: Sequence[Message], start: int, aim: int, counter: CountsTokens
+) -> tuple[list[Any], list[Message], int, list[int]]:
+    """``history`` (``parsed``: the same, parsed) with its messages from ``start`` on cut until it holds at most
+    ``aim`` tokens, or as close as cutting gets: the assistant's thoughts first, then tool outputs (never anything
+    before ``start``, never a user's own message). Each cut is made from the original text (a second round cuts
+    the original shorter, not the cut). Returns the new history, parsed, its tokens, and the indices cut."""
+    out, out_parsed = list(history), list(parsed)
+    tokens, cut = counter.count(list(out_parsed)), set()
+    for thoughts in (True, False):
+        wanted = [
+            i
+            for i in range(start, len(out))
+            if text_chars(history[i])
+            and (out_parsed[i].role == "assistant" if thoughts else is_tool_output(out_parsed, i))
+        ]
+        for _ in range(3):  # characters per token are estimated: recount and cut again
+            counts = counter.message_counts(out_parsed)
+            cap = caps(counts, wanted, tokens - aim)
+            if cap is None:
+                break
+            for i in wanted:
+                if counts[i] > cap:
+                    keep = int(text_chars(out[i]) * cap / counts[i])
+                    out[i] = shorten(history[i], keep)
+                    out_parsed[i] = parse_message(out[i], index=i)
+                    cut.add(i)
+            # a new list: the counter remembers the last list it counted, by identity
+            before, tokens = tokens, counter.count(list(out_parsed))
+            if tokens >= before:
+                break
+    return out, out_parsed, tokens, sorted(cut)
+
+
+def most_saved(parsed: Sequence[Message], history: Sequence[Any], start: int, counts: Sequence[int]) -> int:
+    """About the fewest tokens ``shorten_recent`` can save from ``start`` on: every message it may cut at
+    ``SHORTEST_TOKENS`` (and its note)."""
+    note = 24  # the cut note's tokens, about
+    return sum(
+        max(0, counts[i] - SHORTEST_TOKENS - note)
+        for i in range(start, len(parsed))
+        if text_chars(history[i]) and (parsed[i].role == "assistant" or is_tool_output(parsed, i))
+    )
+
+
+__all__ = [
+    "CUT_NOTE",
+    "SHORTEST_TOKENS",
+    "caps",
+    "clip_middle",
+    "most_saved",
+    "shorten",
+    "shorten_recent",
+    "text_chars",
+]

@@ -1,0 +1,142 @@
+"""Calls understood as calls (issue 20 item 2): the common harnesses' vocabularies read onto the same facts, and a
+call shown as a person reads it, never as a bare JSON object. The argument shapes are those of the real runs in
+``../shared/trajectories`` (Claude Code, OpenHands, SWE-agent, mini-swe-agent, Moatless, debug-gym, Codex)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from offline_compress.extract.calls import read_call
+from offline_compress.extract.events import extract_tool_events
+from offline_compress.extract.facts import extract_facts
+from offline_compress.history.messages import parse_messages
+
+
+def call(name: str, args: object) -> list[str]:
+    return read_call(name, args if isinstance(args, str) else json.dumps(args)).lines()
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "kind"),
+    [
+        ("bash", {"command": "ls"}, "shell"),
+        ("execute_bash", {"command": "ls"}, "shell"),
+        ("Bash", {"command": "ls", "description": "list"}, "shell"),
+        ("shell", {"command": ["bash", "-lc", "ls"]}, "shell"),
+        ("exec_command", {"cmd": "ls"}, "shell"),
+        ("str_replace_editor", {"command": "str_replace", "path": "a.py", "old_str": "x", "new_str": "y"}, "edit"),
+        ("Edit", {"file_path": "a.py", "old_string": "x", "new_string": "y"}, "edit"),
+        ("MultiEdit", {"file_path": "a.py", "edits": [{"old_string": "x", "new_string": "y"}]}, "edit"),
+        ("Write", {"file_path": "a.py", "content": "x"}, "write"),
+        ("Read", {"file_path": "a.py"}, "read"),
+        ("view", {"path": "a.py"}, "read"),
+        ("create", {"path": "a.py", "file_text": "x"}, "write"),
+        ("str_replace", {"path": "a.py", "old_str": "x", "new_str": "y"}, "edit"),
+        ("apply_patch", "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** End Patch", "edit"),
+        ("Grep", {"pattern": "def f", "path": "src"}, "search"),
+        ("Glob", {"pattern": "**/*.py"}, "search"),
+        ("find", {"pattern": "x"}, "search"),
+        ("search_codebase", {"query": "parser"}, "search"),
+        ("TodoWrite", {"todos": [{"content": "a", "status": "pending"}]}, "plan"),
+        ("think", {"thought": "hmm"}, "plan"),
+        ("task_tracker", {"command": "plan", "task_list": [{"title": "a", "status": "todo"}]}, "plan"),
+        ("Task", {"description": "explore", "prompt": "look around"}, "agent"),
+        ("mcp__github__search_code", {"q": "x"}, "other"),
+    ],
+)
+def test_each_vocabulary_maps_onto_its_kind(name: str, args: object, kind: str) -> None:
+    assert read_call(name, args if isinstance(args, str) else json.dumps(args)).kind == kind
+
+
+def test_a_call_reads_as_a_person_reads_it() -> None:
+    assert call("Bash", {"command": "pytest -x tests/test_x.py", "description": "run"}) == [
+        "Bash: pytest -x tests/test_x.py"
+    ]
+    assert call("Read", {"file_path": "src/x.py", "offset": 40, "limit": 41}) == ["Read src/x.py 40-80"]
+    assert call("str_replace_editor", {"command": "view", "path": "src/x.py", "view_range": [40, 80]}) == [
+        "str_replace_editor src/x.py 40-80"
+    ]
+    assert call("Edit", {"file_path": "django/forms/models.py", "old_string": "a\nb", "new_string": "c"}) == [
+        "Edit django/forms/models.py",
+        "- a",
+        "- b",
+        "+ c",
+    ]
+    assert call("Grep", {"pattern": "def parse_header", "path": "src", "glob": "*.py"}) == [
+        'Grep "def parse_header" in src *.py'
+    ]
+    assert call("TodoWrite", {"todos": [{"content": "write the test", "status": "completed", "activeForm": "x"}]}) == [
+        "TodoWrite",
+        "[completed] write the test",
+    ]
+    assert call("shell", {"command": ["bash", "-lc", "ls -la src"], "workdir": "/w"}) == ["shell: ls -la src"]
+    assert call("shell", {"command": ["rg", "-n", "a b"]}) == ["shell: rg -n 'a b'"]
+
+
+def test_no_call_is_shown_as_a_bare_json_object() -> None:
+    shapes = [
+        ("WebFetch", {"url": "https://example.org/doc", "prompt": "the install steps"}),
+        ("AskUserQuestion", {"questions": [{"question": "which?", "options": ["a", "b"]}]}),
+        ("FindFunction", {"function_name": "parse", "class_name": "Parser", "file_pattern": "*.py"}),
+        ("ViewCode", {"files": [{"file_path": "a/b.py", "start_line": 3, "end_line": 9, "span_ids": []}]}),
+        ("eval", {}),
+        ("rewrite", {"path": "a.py", "start": 3, "end": 4, "new_code": "x = 1"}),
+    ]
+    for name, args in shapes:
+        lines = call(name, args)
+        assert lines[0].startswith(name), lines
+        assert not any(line.lstrip().startswith("{") for line in lines), lines
+    assert call("ViewCode", {"files": [{"file_path": "a/b.py", "start_line": 3, "end_line": 9}]}) == [
+        "ViewCode a/b.py 3-9"
+    ]
+    assert call("FindFunction", {"function_name": "parse", "file_pattern": "*.py"}) == ["FindFunction parse in *.py"]
+
+
+def test_an_unknown_tool_shows_its_name_and_salient_values_verbatim() -> None:
+    lines = call("deploy_service", {"service": "api-gateway", "replicas": 3, "config": "a: 1\nb: 2", "dry": True})
+    assert lines[0] == "deploy_service replicas=3 service=api-gateway"
+    assert lines[1:] == ["config:", "a: 1", "b: 2"]
+
+
+def test_python_repr_arguments_are_read_too() -> None:
+    # debug-gym's prompt history stores arguments as Python repr strings
+    assert call("view", "{'path': 'astropy/io/fits/fitsrec.py'}") == ["view astropy/io/fits/fitsrec.py"]
+
+
+def test_the_work_log_and_failures_show_readable_calls_while_the_exact_command_is_kept() -> None:
+    edit = {"file_path": "pkg/mod.py", "old_string": "return a", "new_string": "return b"}
+    messages = parse_messages(
+        [
+            {"role": "user", "content": "task"},
+            {
+                "role": "assistant",
+                "content": "Fixing it.",
+                "tool_calls": [
+                    {"id": "1", "type": "function", "function": {"name": "Edit", "arguments": json.dumps(edit)}},
+                    {
+                        "id": "2",
+                        "type": "function",
+                        "function": {
+                            "name": "Bash",
+                            "arguments": json.dumps({"command": "pytest -q tests/test_mod.py", "description": "test"}),
+                        },
+                    },
+                ],
+            },
+            {"role": "tool", "tool_call_id": "1", "content": "Error: String to replace not found in file."},
+            {"role": "tool", "tool_call_id": "2", "content": "E   AssertionError\n1 failed"},
+        ]
+    )
+    events = extract_tool_events(messages)
+    assert events[0].command == json.dumps(edit) and events[0].shown.startswith("Edit pkg/mod.py")
+    assert events[1].command == "pytest -q tests/test_mod.py" and events[1].shell
+    facts = extract_facts(messages)
+    assert [s.ran for s in facts.steps] == [
+        "Edit pkg/mod.py\n- return a\n+ return b",
+        "Bash: pytest -q tests/test_mod.py",
+    ]
+    approaches = [f.approach for f in facts.failed_attempts]
+    assert approaches[0].startswith("Edit pkg/mod.py") and "pytest -q tests/test_mod.py" in approaches
+    assert facts.files_changed == [] and events[0].tool == "Edit"  # a failed single edit changed nothing
