@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel
 
 from ..errors import InputError, OfflineCompressError
-from ..history.messages import Message, parse_message
+from ..history.messages import Message, parse_message, plain_json
 from ..secrets.redact import redact
 
 SCHEMA_VERSION = 1
@@ -148,7 +148,10 @@ def message_json(message: Mapping[str, Any] | Any) -> str:
         raw = message.model_dump(mode="json", exclude_none=True)
     else:
         raw = dict(message)
-    return json.dumps(raw, ensure_ascii=False, default=str)
+    try:
+        return json.dumps(raw, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):  # a tuple key, an int too long for decimal: as the message model reads them
+        return json.dumps(plain_json(raw), ensure_ascii=False)
 
 
 def search_text(message: Message) -> str:

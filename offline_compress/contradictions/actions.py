@@ -58,7 +58,7 @@ _APPLIED_EDIT = re.compile(r"^(?:>\s*)?Applied edit to (\S[^\n]*?)\s*$", re.M)
 def _call_ops(name: str, arguments: str, ctx: _Ctx, evidence: str) -> list[_Op]:
     try:
         args = json.loads(arguments) if arguments.strip() else {}
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, a number too long to read, or nested too deep
         args = {}
     if not isinstance(args, Mapping):
         args = {}

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..history.messages import plain_json
+
 Kind = Literal["shell", "read", "edit", "write", "search", "plan", "agent", "finish", "other"]
 
 # Names are matched case-insensitively; "server.tool" and "mcp__server__tool" forms match on their last part.
@@ -167,7 +169,8 @@ def parse_arguments(raw: str) -> Any:
         pass
     if text[0] in "{[":
         try:
-            return ast.literal_eval(text)
+            # A Python literal may hold what JSON cannot: tuple keys, sets, "\ud800" (plain_json: as JSON data).
+            return plain_json(ast.literal_eval(text))
         except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError):
             pass
     return raw

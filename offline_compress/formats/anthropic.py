@@ -224,7 +224,9 @@ def holds_tool_blocks(messages: Sequence[Any]) -> bool:
     return any(
         isinstance(m, Mapping)
         and isinstance(m.get("content"), list)
-        and any(isinstance(b, Mapping) and b.get("type") in TOOL_BLOCKS for b in m["content"])
+        and any(
+            isinstance(b, Mapping) and isinstance(b.get("type"), str) and b["type"] in TOOL_BLOCKS for b in m["content"]
+        )
         for m in messages
     )
 

@@ -59,6 +59,7 @@ from ..errors import InputError
 from ..history.messages import Message
 from .anthropic import BlockError, Thread
 from .imported import Imported
+from .openai import json_loads
 
 FORMAT = "claude-code"
 
@@ -120,14 +121,14 @@ def _intact_message(line: str) -> dict[str, Any] | None:
         return None
     try:
         message, end = json.JSONDecoder().raw_decode(line, m.end())
-        record = json.loads(line[: m.end() - len('"message":')].rstrip(",") + "}")
+        record = json_loads(line[: m.end() - len('"message":')].rstrip(",") + "}")
     except (ValueError, RecursionError):
         return None
     if not isinstance(message, dict) or message.get("role") not in CONVERSATION:
         return None
     while pair := _FLAT_FIELD.match(line, end):
         try:
-            record[pair.group(1)] = json.loads(pair.group(2))
+            record[pair.group(1)] = json_loads(pair.group(2))
         except ValueError:
             break
         end = pair.end()
@@ -150,7 +151,7 @@ def _scan(text: str, source: str) -> _Scan:
             )
         first = False
         try:
-            record = json.loads(line)
+            record = json_loads(line)
         except (json.JSONDecodeError, RecursionError) as err:
             why = (
                 f"not valid JSON: {err.msg} (column {err.colno})"

@@ -34,6 +34,7 @@ from typing import Any
 from ..errors import InputError
 from ..history.messages import CALLS, ITEM_TYPES, OUTPUTS, chat_message, parse_message
 from .imported import Imported
+from .openai import json_loads
 
 FORMAT = "codex"
 
@@ -55,7 +56,7 @@ def _records(text: str, source: str) -> tuple[list[tuple[int, str, Any]], list[s
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json_loads(line)
         except json.JSONDecodeError as err:
             skipped.append(f"line {lineno}: not JSON ({err.msg})")
             continue
@@ -65,7 +66,7 @@ def _records(text: str, source: str) -> tuple[list[tuple[int, str, Any]], list[s
         if not isinstance(obj, Mapping):
             skipped.append(f"line {lineno}: a {type(obj).__name__}, not a record")
             continue
-        kind = obj.get("type")
+        kind = obj.get("type") if isinstance(obj.get("type"), str) else None  # a list or dict: no known type
         if legacy is None:
             legacy = "id" in obj and "timestamp" in obj and "type" not in obj and "payload" not in obj
             if legacy:
@@ -142,7 +143,7 @@ def load_codex(text: str, source: str) -> Imported:
         if not isinstance(payload, Mapping):
             skipped.append(f"line {lineno}: response_item payload is a {type(payload).__name__}, not an object")
             continue
-        item_type = payload.get("type")
+        item_type = payload.get("type") if isinstance(payload.get("type"), str) else None
         if item_type in LEFT_OUT_ITEMS:
             _count(left_out, f"{item_type} item")
             continue

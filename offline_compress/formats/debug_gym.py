@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import InputError
 from ..history.messages import Message, parse_message
 from .imported import Imported
-from .openai import parse_json
+from .openai import json_loads, parse_json
 
 FORMAT = "debug-gym"
 
@@ -122,7 +122,7 @@ def arguments_json(value: Any, source: str, where: str) -> str:
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, str):
         try:
-            json.loads(value)
+            json_loads(value)
             return value
         except json.JSONDecodeError:
             pass

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from ..errors import InputError
@@ -21,9 +22,25 @@ def decode_text(data: bytes, source: str) -> str:
 TOO_DEEP = "JSON nested too deeply for Python's parser"
 
 
-def parse_json(text: str, source: str) -> Any:
+def _long_int(digits: str) -> int | str:
+    limit = sys.get_int_max_str_digits()
+    return int(digits) if not limit or len(digits.lstrip("-")) <= limit else digits
+
+
+def json_loads(text: str) -> Any:
+    """``json.loads``, except that an integer longer than Python converts from decimal (4300 digits) is read as its
+    digits (a string) instead of failing with a ValueError that is not a JSONDecodeError."""
     try:
         return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
+        return json.loads(text, parse_int=_long_int)
+
+
+def parse_json(text: str, source: str) -> Any:
+    try:
+        return json_loads(text)
     except json.JSONDecodeError as err:
         raise InputError(
             f"malformed JSON: {err.msg}", source=source, position=f"line {err.lineno} column {err.colno}"
@@ -38,7 +55,7 @@ def parse_jsonl(text: str, source: str) -> list[Message]:
         if not line.strip():
             continue
         try:
-            raw = json.loads(line)
+            raw = json_loads(line)
         except json.JSONDecodeError as err:
             raise InputError(
                 f"malformed JSON line: {err.msg}", source=source, position=f"line {lineno} column {err.colno}"

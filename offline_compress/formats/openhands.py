@@ -151,7 +151,8 @@ def messages_from_data(data: Any, source: str) -> list[Message]:
             call_id = meta.get("tool_call_id") if isinstance(meta.get("tool_call_id"), str) else None
             response = _response_message(meta) if call_id else {}
             name, arguments = None, None
-            for call in response.get("tool_calls") or ():
+            calls = response.get("tool_calls")
+            for call in calls if isinstance(calls, list) else ():
                 if (
                     isinstance(call, Mapping)
                     and call.get("id") == call_id

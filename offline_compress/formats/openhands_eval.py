@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..history.messages import Message, parse_message
-from .openai import TOO_DEEP, parse_json
+from .openai import TOO_DEEP, json_loads, parse_json
 from .openhands import messages_from_data
 
 FORMAT = "openhands-eval"
@@ -45,7 +45,7 @@ def _records(text: str, source: str) -> list[tuple[str, Any]]:
         out = []
         for n, line in lines:
             try:
-                out.append((f"line {n}", json.loads(line)))
+                out.append((f"line {n}", json_loads(line)))
             except json.JSONDecodeError as err:
                 raise InputError(
                     f"malformed JSON line: {err.msg}", source=source, position=f"line {n} column {err.colno}"

@@ -42,6 +42,7 @@ from typing import Any
 from ..errors import InputError
 from ..history.messages import Message, parse_message
 from .imported import Imported
+from .openai import json_loads
 
 FORMAT = "openhands-v1"
 
@@ -86,7 +87,7 @@ def read_events(text: str, source: str) -> tuple[list[Event], list[str]]:
     skipped: list[str] = []
     if stripped.startswith("["):
         try:
-            data = json.loads(text)
+            data = json_loads(text)
         except (json.JSONDecodeError, RecursionError):
             data = None
         if isinstance(data, list):
@@ -100,7 +101,7 @@ def read_events(text: str, source: str) -> tuple[list[Event], list[str]]:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = json_loads(line)
             except json.JSONDecodeError as err:
                 skipped.append(f"line {lineno}: not JSON ({err.msg})")
                 continue
@@ -136,6 +137,10 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def chat_parts(content: Any) -> list[dict[str, Any]]:
     """SDK content blocks (``TextContent``, ``ImageContent``) as chat parts."""
     if isinstance(content, str):
@@ -148,7 +153,8 @@ def chat_parts(content: Any) -> list[dict[str, Any]]:
             parts.append({"type": "text", "text": _text(block.get("text"))})
         elif block.get("type") == "image":
             urls = block.get("image_urls")
-            parts += [{"type": "image_url", "image_url": {"url": str(u)}} for u in urls or () if isinstance(u, str)]
+            urls = urls if isinstance(urls, list) else ()
+            parts += [{"type": "image_url", "image_url": {"url": u}} for u in urls if isinstance(u, str)]
     return parts
 
 
@@ -194,7 +200,7 @@ def observation_parts(event: Mapping[str, Any]) -> list[dict[str, Any]]:
     legacy = not isinstance(observation.get("content"), list)
     error = observation.get("is_error") is True or (legacy and observation.get("error") is True)
     parts = [{"type": "text", "text": ERROR_HEADER}] if error else []
-    if observation.get("kind") in TERMINAL_OBSERVATIONS:
+    if _text(observation.get("kind")) in TERMINAL_OBSERVATIONS:
         parts.append({"type": "text", "text": terminal_text(observation)})
     elif not legacy:
         parts += chat_parts(observation["content"])
@@ -309,7 +315,7 @@ def load_openhands_v1(text: str, source: str) -> Imported:
     events, skipped = read_events(text, source)
     left_out: dict[str, int] = {}
     condensations = [
-        f"line {n}: Condensation forgot {len(e.get('forgotten_event_ids') or ())} earlier events and showed the LLM "
+        f"line {n}: Condensation forgot {len(_list(e.get('forgotten_event_ids')))} earlier events and showed the LLM "
         f"a summary ({len(_text(e.get('summary')))} chars, summary_offset {e.get('summary_offset')}) in their place: "
         "the events are kept here, the summary is left out"
         for n, e in events
@@ -332,7 +338,7 @@ def load_openhands_v1_view(text: str, source: str) -> Imported:
         if event["kind"] != "Condensation":
             view += _convertible([(lineno, event)], skipped, left_out)
             continue
-        forgotten = {str(i) for i in event.get("forgotten_event_ids") or ()}
+        forgotten = {str(i) for i in _list(event.get("forgotten_event_ids"))}
         view = [item for item in view if str(item[0][1].get("id")) not in forgotten]
         summary, offset = event.get("summary"), event.get("summary_offset")
         if isinstance(summary, str) and isinstance(offset, int) and offset >= 0:

@@ -6,6 +6,13 @@ typed-dict params are dicts) or message objects of the OpenAI SDK and similar py
 Unknown keys are ignored on the way in; the caller's own dicts and objects are never modified (we validate
 copies).
 
+What comes in is made safe to encode here, once, so that nothing downstream (the summary's schema, JSON output,
+the tokenizer, the archive) fails on one bad byte from a tool: a lone surrogate in any text (content, content
+parts, names, ids, tool-call arguments, and the ``\\ud800`` escapes inside JSON arguments) becomes U+FFFD; an
+arguments *object* (some agents keep a dict) is written as JSON with its non-string keys stringified
+(``plain_json``). Nothing that is only odd is refused: a wrong *type* (a role that is not a role, content that is
+a number) is an ``InputError`` naming the message and the field.
+
 OpenAI Responses-API items are read too, one item to one message. Agents on the Responses API (Codex CLI;
 mini-swe-agent's ``*_response`` models) keep a history of *items*, not chat messages; the hook maps ``parsed[i]``
 back to the caller's ``originals[i]``, so an item is never dropped or merged here (an importer reading a file may
@@ -31,6 +38,7 @@ Any other item ``type`` (``item_reference``, ``compaction``, hosted tools such a
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -55,12 +63,73 @@ def valid_utf8(text: str) -> str:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def _valid_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for part in parts:
-        fixed = {k: valid_utf8(v) for k, v in part.items() if k in ("type", "text") and isinstance(v, str)}
-        out.append({**part, **fixed} if any(fixed[k] is not part[k] for k in fixed) else part)
-    return out
+# A JSON escape of a lone surrogate (a high one not followed by a low one, or a low one alone), preceded by an even
+# number of backslashes so that it is an escape and not an escaped backslash followed by "u".
+_SURROGATE_ESCAPE = re.compile(
+    r"(?<!\\)((?:\\\\)*)\\u(?:([dD][89abAB][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?|[dD][c-fC-F][0-9a-fA-F]{2})"
+)
+
+
+def _escape_fixed(match: re.Match[str]) -> str:
+    if match.group(2) and match.group(3):  # a high and a low surrogate: a pair, one valid character
+        return match.group(0)
+    return match.group(1) + "\\ufffd"
+
+
+def valid_json_text(text: str) -> str:
+    """``valid_utf8(text)``, and each ``\\uD800``-style escape of a lone surrogate replaced by ``\\ufffd``: tool-call
+    arguments are JSON that the summary, the redactor and the token counter parse, and what they parse must
+    encode as UTF-8 too."""
+    text = valid_utf8(text)
+    if "\\u" not in text:
+        return text
+    return _SURROGATE_ESCAPE.sub(_escape_fixed, text)
+
+
+PART_DEPTH = 100  # a content part nested deeper is refused: pydantic's serialiser stops near 255 levels
+_MAX_INT_BITS = 14_000  # about 4,200 digits: below Python's limit on int <-> str conversion (4,300)
+
+
+def plain_json(value: Any, depth: int | None = None) -> Any:
+    """``value`` as data that ``json.dumps`` writes and UTF-8 encodes, deterministically: keys that are not
+    strings (tuples, ints, None) stringified, strings with lone surrogates repaired, tuples and sets as lists
+    (sets sorted), an integer too long to write in decimal in hex, anything else as its ``str``. A new object.
+
+    Stringified, not refused: an agent's arguments are read only to be summarised, and one odd key must not stop
+    the agent's step. Keys are written as ``json.dumps`` writes them (``1`` -> ``"1"``, ``None`` -> ``"null"``);
+    two keys that read the same keep the later value. ``depth``: a ValueError if ``value`` nests deeper."""
+    if depth is not None and depth < 0:
+        raise ValueError("nested too deeply")
+    if isinstance(value, str):
+        return valid_utf8(value)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return value if value.bit_length() <= _MAX_INT_BITS else hex(value)
+    if isinstance(value, float):
+        return value  # NaN and infinities: json.dumps writes NaN / Infinity, which json.loads reads back
+    if isinstance(value, Mapping):
+        return {_plain_key(k): plain_json(v, _less(depth)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_json(v, _less(depth)) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((plain_json(v, _less(depth)) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
+    if isinstance(value, (bytes, bytearray)):
+        return valid_utf8(str(bytes(value)))
+    return valid_utf8(str(value))
+
+
+def _less(depth: int | None) -> int | None:
+    return None if depth is None else depth - 1
+
+
+def _plain_key(key: Any) -> str:
+    if isinstance(key, str):
+        return valid_utf8(key)
+    if isinstance(key, (bool, int, float)) or key is None:
+        plain = plain_json(key)
+        return plain if isinstance(plain, str) else json.dumps(plain)
+    return valid_utf8(str(key))
 
 
 class FunctionCall(BaseModel):
@@ -77,12 +146,17 @@ class FunctionCall(BaseModel):
             return ""
         if isinstance(value, str):
             return value
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        return json.dumps(plain_json(value), ensure_ascii=False, sort_keys=True)
 
-    @field_validator("name", "arguments", mode="after")
+    @field_validator("name", mode="after")
     @classmethod
     def _encodable(cls, value: str) -> str:
         return valid_utf8(value)
+
+    @field_validator("arguments", mode="after")
+    @classmethod
+    def _encodable_json(cls, value: str) -> str:
+        return valid_json_text(value)
 
 
 class ToolCall(BaseModel):
@@ -109,12 +183,23 @@ class Message(BaseModel):
     tool_call_id: str | None = None
     name: str | None = None
 
-    @field_validator("content", mode="after")
+    @field_validator("role", mode="before")
     @classmethod
-    def _encodable_content(cls, value: str | list[dict[str, Any]] | None) -> str | list[dict[str, Any]] | None:
+    def _encodable_role(cls, value: Any) -> Any:
+        # So that a role with a lone surrogate is an unknown role, not an undecodable string.
+        return valid_utf8(value) if isinstance(value, str) else value
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _encodable_content(cls, value: Any) -> Any:
         if isinstance(value, str):
             return valid_utf8(value)
-        return _valid_parts(value) if isinstance(value, list) else value
+        if isinstance(value, (list, tuple)):  # parts as plain JSON: keys stringified, text repaired (plain_json)
+            try:
+                return [plain_json(part, PART_DEPTH) if isinstance(part, Mapping) else part for part in value]
+            except ValueError:  # pydantic cannot serialise what nests much deeper (its limit is near 255)
+                raise ValueError(f"a content part nested more than {PART_DEPTH} levels deep") from None
+        return value
 
     @field_validator("tool_call_id", "name", mode="after")
     @classmethod
@@ -163,7 +248,7 @@ def chat_parts(parts: list[Any]) -> list[dict[str, Any]]:
         if not isinstance(part, Mapping):
             out.append({"type": "text", "text": str(part)})
             continue
-        kind = part.get("type")
+        kind = part.get("type") if isinstance(part.get("type"), str) else None
         if kind in _TEXT_PARTS and isinstance(part.get("text"), str):
             out.append({"type": "text", "text": part["text"]})
         elif kind == "refusal" and isinstance(part.get("refusal"), str):
@@ -217,7 +302,7 @@ def _tool_call(call_id: str, name: str, arguments: Any, kind: str = "function") 
 
 def chat_message(item: Mapping[str, Any], *, index: int, source: str = "<messages>") -> dict[str, Any]:
     """One Responses item as the plain dict of one chat message (rules in the module docstring)."""
-    kind = item.get("type")
+    kind = item.get("type") if isinstance(item.get("type"), str) else None  # a list or dict: no known type
     if kind == "message":
         if "role" not in item:
             raise InputError("message item has no 'role'", source=source, index=index, field="role")
@@ -259,7 +344,14 @@ def _describe_validation_error(err: ValidationError) -> tuple[str, str | None]:
         return f"unknown role {first.get('input')!r} (expected one of {', '.join(ROLES)})", "role"
     if first.get("type") == "missing":
         return "missing required key", loc
-    return first.get("msg", "invalid message"), loc
+    if loc == "content.str":  # no branch of the union fits: say why the list branch failed, for a list
+        value = first.get("input")
+        part = next((e["loc"] for e in err.errors() if e["loc"][:1] == ("content",) and len(e["loc"]) > 2), None)
+        if isinstance(value, list) and part is not None:
+            deeper = next(e for e in err.errors() if e["loc"] == part)
+            return f"content part {part[2]}: {deeper['msg']}", f"content.{part[2]}"
+        return f"content is of type {type(value).__name__}, expected a string, a list of parts or null", "content"
+    return str(first.get("msg", "invalid message")).removeprefix("Value error, "), loc
 
 
 def _dumped(value: Any) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..tokens.protocol import CountsTokens
 from .conventions import is_tool_output
-from .messages import Message, parse_message
+from .messages import Message, parse_message, valid_utf8
 
 SHORTEST_TOKENS = 128  # a message is never cut below this: what is left must still say what the message was
 HEAD_SHARE = 0.6  # of the characters kept, this share from the start, the rest from the end
@@ -55,7 +55,8 @@ def clip_middle(text: str, keep: int) -> str:
         return text
     head = int(keep * HEAD_SHARE)
     tail = keep - head
-    return text[:head] + CUT_NOTE.format(chars=len(text) - keep) + (text[-tail:] if tail else "")
+    # New text, ours: valid UTF-8 even where the original holds a lone surrogate (valid_utf8).
+    return valid_utf8(text[:head] + CUT_NOTE.format(chars=len(text) - keep) + (text[-tail:] if tail else ""))
 
 
 def shorten(raw: Mapping[str, Any], keep: int) -> dict[str, Any]:
