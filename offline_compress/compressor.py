@@ -91,6 +91,7 @@ class PreparedPrompt:
     suffix: str  # the prompt after ``Compressor.prefix``
     head: int = 0  # messages [0, head) are kept verbatim before the summary (not summarised)
     kept_texts: tuple[str, ...] = ()  # texts of the messages kept verbatim around the summary (head and recent)
+    task: str = ""  # the task statement the learned selector compares pieces with (only with a selector)
 
 
 # No model (or no valid draft): nothing written (constructed, not validated: the grammar requires "The agent ").
@@ -108,7 +109,9 @@ class Compressor:
     used at 6-18 s per compaction (README, "What the model is for"), so it is opt-in.
     ``backend``: any ``offline_compress.engine.Backend`` instead
     (e.g. ``OpenAIServerBackend`` for a model server); ``model`` and the llama.cpp settings are then unused.
-    ``decoder``: the in-process backend's constrained decoder (``"outlines"``, or the ``"forced"`` token loop)."""
+    ``decoder``: the in-process backend's constrained decoder (``"outlines"``, or the ``"forced"`` token loop).
+    ``selector``: the learned line selector (``offline_compress.selector``: ``"default"`` the shipped head on the
+    embedded Gemma's token embeddings, a head file, or a ``Selector``); None (default): the rule packer alone."""
 
     def __init__(
         self,
@@ -127,7 +130,13 @@ class Compressor:
         backend: Backend | None = None,
         summary_tokens: int | None = DEFAULT_SUMMARY_TOKENS,
         counter: CountsTokens | None = None,
+        selector: Any = None,
     ) -> None:
+        if selector is not None and not hasattr(selector, "for_task"):
+            from .selector import Selector
+
+            selector = Selector(None if selector == "default" else selector)
+        self.selector = selector
         if summary_tokens is not None and summary_tokens <= 0:
             raise ValueError(f"summary_tokens must be positive or None, got {summary_tokens}")
         self.summary_tokens = summary_tokens  # None: only the schema's list bounds
@@ -229,6 +238,7 @@ class Compressor:
         if not target:
             raise EmptyHistoryError("nothing to compress: only the previous summary precedes the kept messages")
         facts = extract_facts([*parsed[:head], *target], start=head)
+        task = "" if self.selector is None else extract_task(parsed)[0]  # the selector's context (its training's)
         # what the reader has verbatim around the summary (its tool-call arguments too): not paid for twice
         kept = tuple(
             m.text + "".join("\n" + c.function.arguments for c in (m.tool_calls or ()))
@@ -244,6 +254,7 @@ class Compressor:
                 suffix="",
                 head=head,
                 kept_texts=kept,
+                task=task,
             )
         suffix = digest(
             target,
@@ -262,6 +273,7 @@ class Compressor:
             suffix=suffix,
             head=head,
             kept_texts=kept,
+            task=task,
         )
 
     def compress_detailed(
@@ -321,7 +333,8 @@ class Compressor:
         target, previous, facts = prepared.target, prepared.previous, prepared.facts
         index = _grounding_index(target, previous) if draft is not NO_DRAFT else SourceIndex([])  # nothing to ground
         report = GroundingReport()
-        sources = Sources(facts, target, index, previous, prepared.kept_texts)
+        scorer = None if self.selector is None else self.selector.for_task(prepared.task)
+        sources = Sources(facts, target, index, previous, prepared.kept_texts, scorer)
         context = merge(sources, draft, report, stats, budget)
         context = redact_summary(context)  # one last pass over every string, tool names and paths included
         stats.total_seconds = time.perf_counter() - start

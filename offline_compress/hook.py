@@ -276,6 +276,9 @@ class CompactionHook:
             originals = _as_list(messages)
             parsed = self._messages.parse(originals)
             originals, parsed = self._replay(originals, parsed)
+            selector = getattr(self._compressor, "selector", None)
+            if selector is not None:  # new messages scored in a worker while the agent's own model call runs
+                selector.observe(parsed)
             decision = evaluate_compression(
                 parsed,
                 self.model_max_tokens,

@@ -24,7 +24,7 @@ from ..tokens.protocol import CountsTokens
 from . import schema as S
 from .draft import NARRATIVE_MAX_CHARS, Draft
 from .ground import GroundingReport, SourceIndex, grounded_sentences, keep_grounded
-from .pack import Material, clip, names, pack, read
+from .pack import Material, ScoresPieces, clip, names, pack, read
 
 BRIDGE_MESSAGES = 2
 BRIDGE_CHARS = 160
@@ -90,6 +90,7 @@ class Sources:
     index: SourceIndex
     previous: S.CompressedContext | None = None
     kept_texts: Sequence[str] = ()
+    selector: ScoresPieces | None = None  # a learned score of the work log's pieces (pack.py); None: the rule
 
 
 TOOL_CALLS_SHARE = 0.05  # of the budget, kept for the newest distinct tool calls (chosen on the replay design split)
@@ -177,7 +178,7 @@ def merge(
     if budget is None:
         return doc
     known = set().union(*(names(t) for t in sources.kept_texts)) if sources.kept_texts else set()
-    return fit(doc, budget, stats, known=known, material=material)
+    return fit(doc, budget, stats, known=known, material=material, selector=sources.selector)
 
 
 def fit(
@@ -187,12 +188,14 @@ def fit(
     *,
     known: set[str] | frozenset[str] = frozenset(),
     material: Sequence[Material] | None = None,
+    selector: ScoresPieces | None = None,
 ) -> S.CompressedContext:
     """Cut ``doc`` to ``budget.tokens`` (see the module docstring for the order): the tool-call entries keep the
     newest that fit in their share of the budget, the oldest decisions go first; then the work log is packed into
     the room left (``pack.py``: its pieces by the names they add, newest steps first); then failed attempts,
     completed items and the remaining tool calls go, oldest first. ``material``: the
-    work log before any cut (default: ``doc``'s own). Constraints and the remaining task are never dropped, so
+    work log before any cut (default: ``doc``'s own). ``selector``: the work log's pieces scored by it (pack.py).
+    Constraints and the remaining task are never dropped, so
     a document can stay above the budget; the caller measures it. Every item dropped is counted."""
 
     budget_tokens, count_text = budget.tokens, budget.counter.count_text
@@ -248,7 +251,7 @@ def fit(
             base = drop_oldest(("failed_attempts", "completed"), base + reserve) - reserve
             rest = build([]).to_json()
         known = set(known) | names(rest)  # what the rest of the document says is not paid twice
-        work_log = _packed(read(steps, budget.counter), budget_tokens - reserve, budget, known, build)
+        work_log = _packed(read(steps, budget.counter, selector), budget_tokens - reserve, budget, known, build)
     stats.clipped_items += len(steps) - len(work_log)
     lists["tool_calls_summary"] = _uncovered_calls(calls, work_log, budget_tokens, count_text, build, cost, stats)
     return build(work_log)

@@ -10,6 +10,9 @@ is taken, and always with that line (what was done), and a failed step's error l
 to repeat). Lines of a command that were left out show as ``…``, so the reader knows the command was longer.
 
 Pure and deterministic: equal worth goes to the newer step, then to the earlier piece of it.
+
+``selector`` (optional, ``offline_compress.selector``): a learned score per piece that multiplies what the piece
+adds; without one the pack is exactly the rule's.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import heapq
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..extract.decisions import SENTENCE_SPLIT
 from ..extract.steps import names as reused_names
@@ -27,6 +31,13 @@ from . import schema as S
 HEAD_BONUS = 1  # the first line of what a step ran is worth one name: what was done
 RECENCY = 0.95  # weight of a step = RECENCY ** (number of newer steps); chosen on the replay design split
 ELLIPSIS = "…"
+
+
+class ScoresPieces(Protocol):
+    """A learned selector bound to a task: a positive multiplier of each piece's worth, given its
+    ``(kind, text, head, age)`` (head: the first line of what a step ran; age: the number of newer steps)."""
+
+    def score(self, pieces: Sequence[tuple[str, str, bool, int]]) -> Sequence[float]: ...
 
 
 def names(text: str) -> set[str]:
@@ -111,6 +122,7 @@ class _Piece:
     names: frozenset[str]
     cost: int
     bonus: int = 0
+    factor: float = 1.0  # the selector's multiplier of what the piece adds (1: no selector)
 
 
 @dataclass
@@ -136,10 +148,12 @@ class _Read:
     heads: dict[int, int]  # step -> index of its first ran line in ``pieces``
     of_step: dict[int, list[int]]  # step -> indices of its pieces
     overhead: int  # tokens of an empty step
+    scored: bool = False  # a selector's factors are in the pieces
 
 
-def read(material: Sequence[Material], counter: CountsTokens) -> _Read:
-    """Read the pieces of ``material`` once: what each names and costs (one tokenizer batch for all pieces)."""
+def read(material: Sequence[Material], counter: CountsTokens, selector: ScoresPieces | None = None) -> _Read:
+    """Read the pieces of ``material`` once: what each names and costs (one tokenizer batch for all pieces), and,
+    with a ``selector``, its score."""
     slots: list[tuple[int, str, int, str, int]] = []  # (step, kind, position, text, bonus)
     for k, m in enumerate(material):
         for kind in _KINDS:
@@ -158,6 +172,12 @@ def read(material: Sequence[Material], counter: CountsTokens) -> _Read:
         if text not in named:
             named[text] = frozenset(names(text))
         out.pieces.append(_Piece(k, kind, pos, text, named[text], cost + 1, bonus))
+    if selector is not None and out.pieces:
+        n = len(material)
+        views = [(p.kind, p.text, p.kind == "ran" and p.pos == 0, n - 1 - p.step) for p in out.pieces]
+        for p, factor in zip(out.pieces, selector.score(views)):
+            p.factor = float(factor)
+        out.scored = True
     return out
 
 
@@ -168,17 +188,19 @@ def pack(
     *,
     known: set[str] | frozenset[str] = frozenset(),
     recency: float = RECENCY,
+    selector: ScoresPieces | None = None,
 ) -> list[S.Step]:
     """The steps of ``material`` (oldest first; or its pieces, ``read`` once for several budgets) cut to about
     ``budget`` tokens of JSON, best pieces first (see the module docstring). ``known``: names the reader has
     elsewhere (the messages kept verbatim). A step of which nothing is taken is left out. The caller checks the
-    exact total and packs again with less if needed."""
+    exact total and packs again with less if needed. ``selector``: see the module docstring (unused when
+    ``material`` was ``read`` already: its scores are in the pieces)."""
     if budget <= 0 or not material:
         return []
-    r = material if isinstance(material, _Read) else read(material, counter)
+    r = material if isinstance(material, _Read) else read(material, counter, selector)
     if not r.pieces:
         return []
-    material, pieces, heads, of_step, overhead = r.material, r.pieces, r.heads, r.of_step, r.overhead
+    material, pieces, heads, of_step, overhead, scored = r.material, r.pieces, r.heads, r.of_step, r.overhead, r.scored
     n = len(material)
     weight = [recency ** (n - 1 - k) for k in range(n)]
     covered = set(known)
@@ -193,12 +215,13 @@ def pack(
         """(worth per token, tokens) of taking piece ``i`` now (opening its step costs its first line too)."""
         p = pieces[i]
         own = gain(i)
-        value, cost = own, p.cost
+        value, cost = (own * p.factor if scored else own), p.cost
         if p.step not in chosen:
             cost += overhead
             h = heads[p.step]
             if h != i:
-                value += len(pieces[h].names - covered - p.names) + pieces[h].bonus
+                head_value = len(pieces[h].names - covered - p.names) + pieces[h].bonus
+                value += head_value * pieces[h].factor if scored else head_value
                 cost += pieces[h].cost
         if own <= 0:
             return 0.0, cost
@@ -258,4 +281,4 @@ def pack(
     return [material[k].step(c.said, c.code, c.ran, c.saw) for k, c in sorted(chosen.items())]
 
 
-__all__ = ["ELLIPSIS", "RECENCY", "Material", "clip", "names", "pack", "read"]
+__all__ = ["ELLIPSIS", "RECENCY", "Material", "ScoresPieces", "clip", "names", "pack", "read"]
