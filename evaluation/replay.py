@@ -29,10 +29,10 @@ from offline_compress.errors import InputError, OfflineCompressError
 from offline_compress.files import find_history_files as find_files
 from offline_compress.files import history_name as trajectory_name
 from offline_compress.history.messages import Message, as_messages
-from offline_compress.hook import DEFAULT_SUMMARY_FRACTION, DEFAULT_SUMMARY_MAX_TOKENS
+from offline_compress.hook import DEFAULT_SUMMARY_FRACTION, DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_RATIO
 
 from . import probes as P
-from .strategies import FAST_STRATEGIES, STRATEGIES, Context, HookReplay, full, mask, truncate
+from .strategies import FAST_STRATEGIES, HOOKED, STRATEGIES, Context, HookReplay, full, mask, truncate
 
 DEFAULT_WINDOWS = (8192, 16384, 32768)
 REPO = Path(__file__).resolve().parent.parent
@@ -108,6 +108,7 @@ class Replayer:
         self.phrases = list(phrases)
         self.counter = counter or get_counter()
         self.extract = Compressor(None, keep_last=keep_last)
+        self._selector: Any = None
         self._model = model
         self.seed = seed
         self.seed_only_cached = seed_only_cached
@@ -122,6 +123,12 @@ class Replayer:
         return self._model
 
     def compressor_for(self, strategy: str) -> Any:
+        if strategy == "selector":
+            if self._selector is None:
+                from offline_compress.compressor import Compressor
+
+                self._selector = Compressor(None, keep_last=self.keep_last, selector="default")
+            return self._selector
         return self.model if strategy == "model" else self.extract
 
     def replay(self, messages: list[Message], window: int) -> list[dict[str, Any]]:
@@ -130,7 +137,7 @@ class Replayer:
             return self._replay(messages, window, Path(tmp))
 
     def _replay(self, messages: list[Message], window: int, tmp: Path) -> list[dict[str, Any]]:
-        archives = {name: tmp / f"{name}.sqlite3" for name in ("extract", "model")}
+        archives = {name: tmp / f"{name}.sqlite3" for name in HOOKED}
         driver = HookReplay(
             self.compressor_for(self.points_from), window, self.counter, self.keep_last, **self.hook_options
         )
@@ -139,7 +146,7 @@ class Replayer:
         if not steps:
             return []
         hooked: dict[str, dict[int, Context]] = {self.points_from: driven}
-        for name in ("extract", "model"):
+        for name in HOOKED:
             if name in self.strategies and name not in hooked:
                 hooked[name] = HookReplay(
                     self.compressor_for(name), window, self.counter, self.keep_last, **self.hook_options
@@ -321,6 +328,7 @@ def aggregate(
                     "region_failures": total("region_failures"),
                     "failure_recall": _ratio(total("region_failures_kept"), total("region_failures")),
                     "tokens_median": _median([c["tokens"] for c in s]),
+                    "fits_window": _ratio(sum(1 for c in s if c["tokens"] <= window), len(s)),
                     "tokens_over_truncate_median": _median(
                         [c["tokens_over_truncate"] for c in s if "tokens_over_truncate" in c]
                     ),
@@ -374,11 +382,24 @@ def paired(
     return out
 
 
+def _selector_pairs(
+    trajectories: Sequence[dict[str, Any]], strategies: Sequence[str], windows: Sequence[int]
+) -> list[dict[str, Any]]:
+    """The selector's go/no-go figure: ``selector`` against ``extract`` at the same points and budget."""
+    if "selector" not in strategies or "extract" not in strategies:
+        return []
+    return paired(trajectories, ["selector"], windows, against="extract")
+
+
 def format_paired(rows: Sequence[dict[str, Any]]) -> str:
     if not rows:
         return ""
-    lines = [f"paired, per trajectory, against {rows[0]['against']}:"]
+    lines: list[str] = []
+    against = None
     for r in rows:
+        if r["against"] != against:
+            against = r["against"]
+            lines.append(f"paired, per trajectory, against {against}:")
         lo, hi = r["ci95"]
         lines.append(
             f"  {r['window']:>6}  {r['strategy']}: keeps more probes in {r['more']}, as many in {r['same']}, "
@@ -412,6 +433,7 @@ COLUMNS = (
     "fail-rec",
     "tokens",
     "+trunc",
+    "fits",
     "sec",
     "p95",
 )
@@ -435,6 +457,7 @@ def format_table(rows: Sequence[dict[str, Any]], *, legend: bool = True) -> str:
             _pct(r["failure_recall"]),
             _num(r["tokens_median"]),
             _num(r["tokens_over_truncate_median"]),
+            _pct(r.get("fits_window")),
             _num(r["seconds_median"], "{:.2f}"),
             _num(r["seconds_p95"], "{:.2f}"),
         ]
@@ -459,7 +482,8 @@ def format_table(rows: Sequence[dict[str, Any]], *, legend: bool = True) -> str:
         "prompt and task kept; redo: later re-reads whose earlier result is gone (count); fail-mem: repeated "
         "failures whose earlier failure is in the context (count); fail-rec: failed commands of the region "
         "kept with their error; tokens: median context tokens (exact, target tokenizer); +trunc: median tokens "
-        "over truncate at the same point; sec: compaction seconds (median, p95).",
+        "over truncate at the same point; fits: points whose context fits the window (an agent's model refuses a "
+        "longer one); sec: compaction seconds (median, p95).",
     ]
     return "\n".join(lines)
 
@@ -547,6 +571,7 @@ def run_replay(
         trajectories.append(entry)
     rows = aggregate(trajectories, replayer.strategies, replayer.windows)
     pairs = paired(trajectories, replayer.strategies, replayer.windows) if "mask" in replayer.strategies else []
+    pairs += _selector_pairs(trajectories, replayer.strategies, replayer.windows)
     harnesses = sorted({t["harness"] for t in trajectories if "harness" in t})
     by_harness = {}
     if len(harnesses) > 1:
@@ -555,9 +580,10 @@ def run_replay(
             by_harness[harness] = {
                 "trajectories": len(subset),
                 "aggregate": aggregate(subset, replayer.strategies, replayer.windows),
-                "paired": paired(subset, replayer.strategies, replayer.windows)
-                if "mask" in replayer.strategies
-                else [],
+                "paired": (
+                    paired(subset, replayer.strategies, replayer.windows) if "mask" in replayer.strategies else []
+                )
+                + _selector_pairs(subset, replayer.strategies, replayer.windows),
             }
     return {
         "windows": replayer.windows,
@@ -705,10 +731,10 @@ def add_ab_replay_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--summary-ratio",
-        type=float,
-        default=None,
-        help="the hook's summary_ratio: a budget that scales with the tokens the summary replaces (default: the "
-        "hook's own)",
+        type=lambda s: None if s.lower() == "none" else float(s),
+        default=DEFAULT_SUMMARY_RATIO,
+        help="the hook's summary_ratio: the budget as a share of the tokens the summary replaces (default "
+        f"{DEFAULT_SUMMARY_RATIO}, the hook's own; 'none': the fixed budget)",
     )
     p.add_argument("--model", help="compressor model (manifest name or .gguf; default the embedded Gemma)")
     p.add_argument("--threads", type=int, default=None)
