@@ -240,30 +240,17 @@ class Compressor:
         facts = extract_facts([*parsed[:head], *target], start=head)
         task = "" if self.selector is None else extract_task(parsed)[0]  # the selector's context (its training's)
         # what the reader has verbatim around the summary (its tool-call arguments too): not paid for twice
-        kept = tuple(
-            m.text + "".join("\n" + c.function.arguments for c in (m.tool_calls or ()))
-            for m in [*parsed[:head], *parsed[cut:]]
-        )
-        if self.backend is None:  # no model: no prompt
-            return PreparedPrompt(
-                messages_in=len(parsed),
-                cut=cut,
-                target=target,
-                previous=previous,
-                facts=facts,
-                suffix="",
-                head=head,
-                kept_texts=kept,
-                task=task,
-            )
-        suffix = digest(
-            target,
-            facts,
-            budget_tokens=self.prompt_budget,
-            count_tokens=self.backend.count,
-            previous_narrative=previous.recent_narrative if previous else "",
-            task=facts.task or extract_task(parsed[:head])[0],  # a task kept in the head still guides the model
-        ) + closing(self.instruct)
+        kept = tuple(m.text_and_arguments for m in [*parsed[:head], *parsed[cut:]])
+        suffix = ""  # no model: no prompt
+        if self.backend is not None:
+            suffix = digest(
+                target,
+                facts,
+                budget_tokens=self.prompt_budget,
+                count_tokens=self.backend.count,
+                previous_narrative=previous.recent_narrative if previous else "",
+                task=facts.task or extract_task(parsed[:head])[0],  # a task kept in the head still guides the model
+            ) + closing(self.instruct)
         return PreparedPrompt(
             messages_in=len(parsed),
             cut=cut,

@@ -27,14 +27,13 @@ missing what it needs) is skipped and reported as ``line N: why``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputError
 from ..history.messages import CALLS, ITEM_TYPES, OUTPUTS, chat_message, parse_message
 from .imported import Imported
-from .openai import json_loads
+from .openai import read_json_line
 
 FORMAT = "codex"
 
@@ -55,13 +54,9 @@ def _records(text: str, source: str) -> tuple[list[tuple[int, str, Any]], list[s
             break  # this many lines and no rollout record: not a rollout (fail fast in ``auto``)
         if not line.strip():
             continue
-        try:
-            obj = json_loads(line)
-        except json.JSONDecodeError as err:
-            skipped.append(f"line {lineno}: not JSON ({err.msg})")
-            continue
-        except RecursionError:
-            skipped.append(f"line {lineno}: JSON nested too deeply")
+        obj, damaged = read_json_line(line)
+        if damaged:
+            skipped.append(f"line {lineno}: {damaged}")
             continue
         if not isinstance(obj, Mapping):
             skipped.append(f"line {lineno}: a {type(obj).__name__}, not a record")

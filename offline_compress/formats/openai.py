@@ -38,6 +38,16 @@ def json_loads(text: str) -> Any:
         return json.loads(text, parse_int=_long_int)
 
 
+def read_json_line(line: str) -> tuple[Any, str]:
+    """One line of a JSON Lines file that skips damaged lines: ``(value, "")``, or ``(None, why it was skipped)``."""
+    try:
+        return json_loads(line), ""
+    except json.JSONDecodeError as err:
+        return None, f"not JSON ({err.msg})"
+    except RecursionError:
+        return None, "JSON nested too deeply"
+
+
 def parse_json(text: str, source: str) -> Any:
     try:
         return json_loads(text)

@@ -42,7 +42,7 @@ from typing import Any
 from ..errors import InputError
 from ..history.messages import Message, parse_message
 from .imported import Imported
-from .openai import json_loads
+from .openai import json_loads, read_json_line
 
 FORMAT = "openhands-v1"
 
@@ -100,13 +100,9 @@ def read_events(text: str, source: str) -> tuple[list[Event], list[str]]:
                 break  # this many lines and no event: not an event stream (fail fast in ``auto``)
             if not line.strip():
                 continue
-            try:
-                record = json_loads(line)
-            except json.JSONDecodeError as err:
-                skipped.append(f"line {lineno}: not JSON ({err.msg})")
-                continue
-            except RecursionError:
-                skipped.append(f"line {lineno}: JSON nested too deeply")
+            record, damaged = read_json_line(line)
+            if damaged:
+                skipped.append(f"line {lineno}: {damaged}")
                 continue
             records.append((lineno, record))
             seen_event = seen_event or (isinstance(record, Mapping) and "kind" in record)

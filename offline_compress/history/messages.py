@@ -221,6 +221,11 @@ class Message(BaseModel):
                 pieces.append(f"[{part.get('type', 'part')}]")
         return "\n".join(pieces)
 
+    @property
+    def text_and_arguments(self) -> str:
+        """``text`` and, a line each, the arguments of its tool calls: all a reader of the message sees."""
+        return self.text + "".join("\n" + c.function.arguments for c in (self.tool_calls or ()))
+
     def to_openai(self) -> dict[str, Any]:
         """Plain dict in OpenAI chat format, without empty optional keys."""
         return self.model_dump(mode="json", exclude_none=True)

@@ -54,7 +54,7 @@ def refit(result: CompressionResult, budget: int, kept: list[Message], counter: 
     already is not paid for twice."""
     known: set[str] = set()
     for m in kept:
-        known |= names(m.text + "".join("\n" + c.function.arguments for c in (m.tool_calls or ())))
+        known |= names(m.text_and_arguments)
     stats = result.stats.model_copy()
     context = fit(result.context, Budget(budget, counter), stats, known=known)
     return result.model_copy(update={"context": context, "stats": stats})
