@@ -273,12 +273,16 @@ class Compressor:
         summary_tokens: int | None = None,
         plan: Plan | None = None,
         counter: CountsTokens | None = None,
+        constraint_tokens: int | None = None,
     ) -> CompressionResult:
         """``summary_tokens``: the summary's token budget for this call (default: the compressor's), counted by
-        ``counter`` (default: the compressor's, the default target's). ``plan`` as for ``prepare``."""
+        ``counter`` (default: the compressor's, the default target's). ``constraint_tokens``: the most the user's
+        constraints may take before a turn kept whole past ``extract.MAX_TURN_CHARS`` gives way to its sentences
+        (default: the budget; the hook gives the summary's share of its window). ``plan`` as for ``prepare``."""
         start = time.perf_counter()
         tokens = self.summary_tokens if summary_tokens is None else summary_tokens
-        budget = None if tokens is None else Budget(tokens, counter or self.counter)
+        count = counter or self.counter
+        budget = None if tokens is None else Budget(tokens, count, constraint_tokens=constraint_tokens)
         prepared = self.prepare(messages, keep_last=keep_last, previous=previous, keep_first=keep_first, plan=plan)
         stats = CompressionStats(messages_in=prepared.messages_in, messages_compressed=prepared.cut, head=prepared.head)
         if self.backend is None:

@@ -110,7 +110,7 @@ class CompactionHook:
     ``summary_max_tokens`` (default 3,072), never above ``summary_fraction`` of the window (default 35%);
     ``summary_ratio=None``: the older fixed budget, the window's share up to ``summary_max_tokens``. What does not
     fit is dropped (the work log line by line by what each line adds, ``pack.py``), counted in the metrics, and
-    stays in the archive.
+    stays in the archive. A user turn of 2,000+ characters stays whole while the constraints fit that share.
     ``soft_fraction``: start building the summary in a worker thread once the history uses more than this share
     of the window (below the trigger's ``token_fraction``), and swap it in when the trigger fires; ``None``
     (default): off, the summary is built when the trigger fires.
@@ -197,6 +197,7 @@ class CompactionHook:
         self.summary_tokens = summary_budget(
             0, model_max_tokens, fraction=summary_fraction, floor=summary_max_tokens, ratio=None
         )
+        self.constraint_tokens = int(summary_fraction * model_max_tokens)  # then a long user turn is split
         self.turns_since_last_compression = 0
         self.metrics: list[CompactionMetrics] = []
         self.last_decision: CompressionDecision | None = None
@@ -381,7 +382,8 @@ class CompactionHook:
             r, rebuild, self.counter, aims, fit_within=window, shorten=shorten, keep_share=self.summary_keep_share
         )
         if must_shrink and out.tokens_after >= r.tokens_before:
-            out = compact_harder(out, rebuild, self.counter, [r.tokens_before - 1], floor=1)
+            # the history must shrink: a long user turn may give way to its sentences too
+            out = compact_harder(out, rebuild, self.counter, [r.tokens_before - 1], floor=1, constraint_tokens=0)
         return out
 
     def _plan(self, parsed: list[Message]) -> Plan:
@@ -409,9 +411,9 @@ class CompactionHook:
         return summary_budget(region, self.model_max_tokens, fraction=fraction, floor=floor, ratio=ratio)
 
     def _summarise(self, parsed: list[Message], plan: Plan, previous: CompressedContext | None) -> CompressionResult:
-        budget = self.summary_budget_for(parsed, plan)
+        budget, bound = self.summary_budget_for(parsed, plan), self.constraint_tokens
         return self.compressor.compress_detailed(
-            parsed, plan=plan, previous=previous, summary_tokens=budget, counter=self.counter
+            parsed, plan=plan, previous=previous, summary_tokens=budget, counter=self.counter, constraint_tokens=bound
         )
 
     def _message(self, context: CompressedContext, head: int) -> dict[str, Any]:

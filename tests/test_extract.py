@@ -12,6 +12,7 @@ import pytest
 from offline_compress.extract import (
     MAX_CONSTRAINT_CHARS,
     MAX_CONSTRAINTS,
+    MAX_WHOLE_TURN_CHARS,
     Facts,
     bash_blocks,
     classify_result,
@@ -20,6 +21,7 @@ from offline_compress.extract import (
     extract_tool_events,
     is_tool_output,
     parse_shell,
+    turn_sentences,
 )
 from offline_compress.history.messages import Message, parse_messages
 
@@ -493,9 +495,20 @@ def test_every_mid_session_user_turn_is_kept_whole_word_for_word() -> None:
             {"role": "user", "content": f"Some context first.\n\n{story}\n\nThanks, carry on."},
             {"role": "assistant", "content": "Ok."},
             {"role": "user", "content": "x " * 1500 + "You must not delete b.py."},
+            {"role": "assistant", "content": "Ok."},
+            {"role": "user", "content": "The log goes on. " * (MAX_WHOLE_TURN_CHARS // 16) + "Never touch c.py."},
         ]
     )
     texts = [c.text for c in extract_facts(messages, start=2).constraint_candidates]
     assert texts[0] == messages[4].text.strip()  # whole, verbatim, and first
-    assert "You must not delete b.py." in texts  # a turn over the bound gives its sentences
+    assert texts[1] == messages[6].text.strip()  # a long one too: the summary's fit decides (test_merge)
+    assert "Never touch c.py." in texts  # a turn over the whole-turn bound gives its sentences
+    assert messages[8].text.strip() not in texts
     assert "a.py\nb.py" not in texts  # tool output is never a constraint
+
+
+def test_turn_sentences_are_the_instruction_sentences_of_a_turn_verbatim() -> None:
+    turn = "Here is the log.\n\nerror: x failed\nline 2\n\nYou must not delete b.py. Please keep the tests green."
+    assert turn_sentences(turn) == ["You must not delete b.py. Please keep the tests green."]  # a line is a unit
+    assert all(s in turn for s in turn_sentences(turn))
+    assert turn_sentences("just some output\nmore output") == []

@@ -159,3 +159,22 @@ def test_the_recall_note_appears_once_the_agent_has_the_tool(extractive, tmp_pat
     assert definition["function"]["name"] == "recall"
     assert hook.compact(history)[2]["content"].endswith(RECALL_NOTE)
     hook.close()
+
+
+@pytest.mark.parametrize("window, whole", [(16384, True), (4096, False)])
+def test_a_long_user_turn_is_kept_whole_while_the_window_has_room_for_it(extractive, tmp_path, window, whole):
+    """Issue 20 item 3: a user turn of 2,000+ characters mid-session (a pasted log ending with an instruction) stays
+    whole, word for word, in the summary while the constraints fit the summary's share of the window (35%);
+    in a window too small for it, it gives way to its instruction sentence."""
+    log = "\n".join(f"build step {i}: compiled module_{i}.o in 0.{i % 10}s" for i in range(150))
+    turn = f"Here is the build log you asked for:\n{log}\nYou must keep the -O2 flag in the Makefile."
+    assert 2000 < len(turn) and extractive.counter.count_text(turn) < 0.35 * 16384
+    history = HEAD + _steps(2, size=20) + [{"role": "user", "content": turn}] + _steps(12, size=20)
+    hook = CompactionHook(window, archive_path=tmp_path / "a.sqlite3", compressor=extractive)
+    out = hook.compact(history)
+    assert out[len(HEAD)]["content"].startswith(SUMMARY_PREFIX) and hook.summary is not None
+    constraints = hook.summary.user_constraints
+    assert (turn in constraints) is whole
+    assert whole or "You must keep the -O2 flag in the Makefile." in constraints
+    replaced = hook.archive.replaced(hook.metrics[-1].compaction, hook.session)
+    assert any(m.get("content") == turn for _, m in replaced)  # the turn itself is archived either way

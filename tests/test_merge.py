@@ -155,3 +155,40 @@ def test_the_newest_distinct_tool_calls_keep_their_share_of_the_budget():
     assert sum(count(c.model_dump_json()) + 1 for c in kept) >= TOOL_CALLS_SHARE * 1200 - 30  # their share, less one
     assert count(doc.to_json()) <= 1200 and doc.work_log  # the rest of the budget still holds the work log
     assert stats.clipped_items >= 30 - len(kept)
+
+
+def test_a_long_user_turn_stays_whole_within_the_constraints_bound_and_gives_way_to_its_sentences_past_it():
+    """Issue 20 item 3: a turn over 2,000 characters (a pasted log with an instruction in it) is kept whole while
+    the constraints fit their bound; past it, the longest such turn gives way to its instruction sentences, verbatim;
+    a shorter turn stays whole either way."""
+    count = get_counter().count_text
+    log = "\n".join(f"build step {i}: compiled module_{i}.o in 0.{i % 10}s" for i in range(120))
+    long_turn = f"Here is my build log:\n{log}\nYou must keep the -O2 flag in the Makefile."
+    short_turn = "Do not push to main."
+    assert len(long_turn) > 2000
+    candidates = [
+        Constraint(text=t, message_index=k, role="user", start=0, strength=2)
+        for k, t in ((4, short_turn), (6, long_turn))
+    ]
+    facts = Facts(constraint_candidates=candidates, steps=[_step(i) for i in range(10)])
+
+    def summary(bound):
+        stats = _stats()
+        budget = Budget(600, get_counter(), constraint_tokens=bound)
+        return merge(Sources(facts, [], SourceIndex([])), NO_DRAFT, GroundingReport(), stats, budget), stats
+
+    whole, _ = summary(5_000)
+    assert whole.user_constraints == [short_turn, long_turn]  # whole, above the 600-token budget: never dropped
+    assert count(whole.to_json()) > 600
+    split, stats = summary(300)
+    assert split.user_constraints == [short_turn, "You must keep the -O2 flag in the Makefile."]
+    assert stats.clipped_items >= 1
+    default, _ = summary(None)  # no bound given: the budget is the bound
+    assert default.user_constraints == split.user_constraints
+    # a previous summary's long turn is held to the same bound at the next compaction
+    stats = _stats()
+    later = merge(
+        Sources(Facts(), [], SourceIndex([]), whole), NO_DRAFT, GroundingReport(), stats, Budget(600, get_counter())
+    )
+    assert later.user_constraints == split.user_constraints
+    assert S.CompressedContext.model_validate_json(whole.to_json()) == whole

@@ -26,8 +26,11 @@ from ..history.conventions import bash_blocks, is_tool_output
 from .constraints import (
     MAX_CONSTRAINT_CHARS,
     MAX_CONSTRAINTS,
+    MAX_TURN_CHARS,
+    MAX_WHOLE_TURN_CHARS,
     Constraint,
     extract_constraints,
+    turn_sentences,
 )
 from .decisions import ExtractedDecision, extract_decisions
 from .events import ToolEvent, extract_tool_events
@@ -41,6 +44,8 @@ __all__ = [
     "MAX_CONSTRAINTS",
     "MAX_CONSTRAINT_CHARS",
     "MAX_ERROR_LINE_CHARS",
+    "MAX_TURN_CHARS",
+    "MAX_WHOLE_TURN_CHARS",
     "Constraint",
     "ExtractedDecision",
     "Facts",
@@ -56,4 +61,5 @@ __all__ = [
     "extract_tool_events",
     "is_tool_output",
     "parse_shell",
+    "turn_sentences",
 ]

@@ -13,7 +13,11 @@ from ..history.messages import Message
 
 MAX_CONSTRAINTS = 80
 MAX_CONSTRAINT_CHARS = 600  # an instruction-like sentence or line
-MAX_TURN_CHARS = 2000  # a person's turn mid-session, kept whole up to this length
+MAX_TURN_CHARS = 2000  # a person's turn mid-session, always kept whole up to this length
+# ...and a longer one (a pasted log, a harness's own summary sent as the user) is offered whole up to this; the
+# summary's fit gives it way to its instruction sentences (``turn_sentences``) only when the constraints would
+# take more than their bound (``summary.merge``: the summary's share of the window).
+MAX_WHOLE_TURN_CHARS = 100_000
 
 
 class Constraint(BaseModel):
@@ -151,12 +155,38 @@ _WEAK_MARKERS = re.compile(
 )
 
 
+def _instruction_spans(text: str) -> Iterable[tuple[int, int, int]]:
+    """(start, end, strength) of the instruction-like units of ``text``: lines and sentences outside code, at most
+    ``MAX_CONSTRAINT_CHARS`` each, verbatim."""
+    for a, b in _units(text):
+        for s, e in _split_long(text, a, b, MAX_CONSTRAINT_CHARS):
+            strength = _strength(text[s:e])
+            if strength:
+                if e - s > MAX_CONSTRAINT_CHARS:  # verbatim invariant: spans of text, bounded
+                    raise AssertionError("constraint candidate is longer than its bound")
+                yield s, e, strength
+
+
+def turn_sentences(turn: str) -> list[str]:
+    """The instruction-like sentences and lines of a user turn, verbatim, deduplicated, in order: what a turn too
+    long to keep whole gives the summary instead (the sentences a longer message gives in ``extract_constraints``)."""
+    seen: set[str] = set()
+    out = []
+    for s, e, _ in _instruction_spans(turn):
+        key = " ".join(turn[s:e].split()).casefold()
+        if key not in seen:
+            seen.add(key)
+            out.append(turn[s:e])
+    return out
+
+
 def extract_constraints(messages: Sequence[Message], *, limit: int = MAX_CONSTRAINTS) -> list[Constraint]:
     """Instruction-like sentences/lines of genuine user/system/developer messages, verbatim, deduplicated.
 
-    A user turn after the first exchange (a person steering mid-session) is kept whole, up to ``MAX_TURN_CHARS``;
-    a longer one gives its sentences like any other message. Order = priority: those turns first, then strong
-    markers, then weak ones; ties keep history order.
+    A user turn after the first exchange (a person steering mid-session) is kept whole, up to
+    ``MAX_WHOLE_TURN_CHARS`` (the summary's fit turns one over ``MAX_TURN_CHARS`` into its sentences if the
+    constraints outgrow their bound); a longer one gives its sentences like any other message. Order = priority:
+    those turns first, then strong markers, then weak ones; ties keep history order.
     """
     msgs = as_message_list(messages)
     first_user = first_user_index(msgs)
@@ -170,7 +200,7 @@ def extract_constraints(messages: Sequence[Message], *, limit: int = MAX_CONSTRA
         text = msg.text
         mid_session = msg.role == "user" and first_user is not None and first_reply is not None and i > first_reply
         turn = text.strip()
-        if mid_session and turn and len(turn) <= MAX_TURN_CHARS:
+        if mid_session and turn and len(turn) <= MAX_WHOLE_TURN_CHARS:
             # A person steering mid-session is an instruction whatever its wording: the turn whole, word for word
             # (its sentences are in it).
             key = " ".join(turn.split()).casefold()
@@ -189,20 +219,14 @@ def extract_constraints(messages: Sequence[Message], *, limit: int = MAX_CONSTRA
                     )
                 )
             continue
-        for a, b in _units(text):
-            for s, e in _split_long(text, a, b, MAX_CONSTRAINT_CHARS):
-                unit = text[s:e]
-                strength = _strength(unit)
-                if strength == 0:
-                    continue
-                key = " ".join(unit.split()).casefold()
-                if key in seen:
-                    continue
-                seen.add(key)
-                if text[s : s + len(unit)] != unit or len(unit) > MAX_CONSTRAINT_CHARS:  # verbatim invariant
-                    raise AssertionError("constraint candidate is not an exact substring")
-                tier = (0 if mid_session else 1) if strength == 2 else (2 if mid_session else 3)
-                found.append((tier, Constraint(text=unit, message_index=i, role=msg.role, start=s, strength=strength)))
+        for s, e, strength in _instruction_spans(text):
+            unit = text[s:e]
+            key = " ".join(unit.split()).casefold()
+            if key in seen:
+                continue
+            seen.add(key)
+            tier = (0 if mid_session else 1) if strength == 2 else (2 if mid_session else 3)
+            found.append((tier, Constraint(text=unit, message_index=i, role=msg.role, start=s, strength=strength)))
         for m in _COMMAND_BLOCK.finditer(text):
             # A command the instructions spell out in a code block ("issue the following command: ```…```"):
             # the agent needs it verbatim after compaction (how to submit, how to run the tests).

@@ -10,6 +10,7 @@ thoughts first, then tool outputs). Each step is kept only if the history gets s
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -49,14 +50,22 @@ class Replacement:
     shortened: tuple[int, ...] = ()  # indices (in ``history``) of the recent messages that were cut
 
 
-def refit(result: CompressionResult, budget: int, kept: list[Message], counter: CountsTokens) -> CompressionResult:
+def refit(
+    result: CompressionResult,
+    budget: int,
+    kept: list[Message],
+    counter: CountsTokens,
+    constraint_tokens: int | None = None,
+) -> CompressionResult:
     """``result`` with its summary cut to ``budget`` tokens (``merge.fit``); what the ``kept`` messages name
-    already is not paid for twice."""
+    already is not paid for twice. ``constraint_tokens``: the constraints' bound (``merge.Budget``); None: they
+    stay as the summary has them (a cut after the fact does not split a user's turn)."""
     known: set[str] = set()
     for m in kept:
         known |= names(m.text_and_arguments)
     stats = result.stats.model_copy()
-    context = fit(result.context, Budget(budget, counter), stats, known=known)
+    bound = sys.maxsize if constraint_tokens is None else constraint_tokens
+    context = fit(result.context, Budget(budget, counter, constraint_tokens=bound), stats, known=known)
     return result.model_copy(update={"context": context, "stats": stats})
 
 
@@ -70,13 +79,14 @@ def compact_harder(
     shorten: bool = False,
     floor: int | None = None,
     keep_share: float = KEEP_SHARE,
+    constraint_tokens: int | None = None,
 ) -> Replacement:
     """``r`` compacted harder. The summary's budget is cut (never below ``floor``; by default ``keep_share`` of the
     summary, at least ``FLOOR_TOKENS``; over the last aim, the trigger, only as far as getting under it needs) as
     far as the first of ``aims`` (tokens of the history) that cutting it can reach, and no further; when none can
     be reached, to the floor (as close as it gets). Then, the last resort, if ``shorten`` and the history still
     holds more than ``fit_within`` (it would not fit), its recent messages are cut toward the first aim.
-    ``rebuild``: the replacement for another result of the same plan."""
+    ``rebuild``: the replacement for another result of the same plan. ``constraint_tokens``: as for ``refit``."""
     plan, start = r.plan, r.plan.head + 1
     size = counter.count_text(r.result.context.to_json())
     if r.tokens_after <= aims[0]:
@@ -95,7 +105,7 @@ def compact_harder(
         budget = max(floor, now - (r.tokens_after - aim))
         if r.tokens_after <= aim or budget >= now:
             break
-        smaller = rebuild(refit(r.result, budget, kept, counter))
+        smaller = rebuild(refit(r.result, budget, kept, counter, constraint_tokens))
         if smaller.tokens_after >= r.tokens_after:
             break
         r = smaller

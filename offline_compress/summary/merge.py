@@ -2,7 +2,9 @@
 draft, and the previous summary (a later compaction adds to it).
 
 What is kept when there is too much: previous constraints are never dropped (new ones follow them up to the
-schema's bound). Everything else is bounded by the schema's list lengths and, when the caller gives one, by a
+schema's bound); a user turn kept whole past ``MAX_TURN_CHARS`` gives way to its instruction sentences only when
+the constraints outgrow their own bound (``Budget.constraint_tokens``).
+Everything else is bounded by the schema's list lengths and, when the caller gives one, by a
 token budget (``fit``): the tool-call entries keep the newest distinct ones that fit in their share of the
 budget (``TOOL_CALLS_SHARE``) and the oldest decisions go first; then the work log is packed into the room left,
 line by line, by the names each line adds (``pack.py``); failed attempts, completed items and the remaining tool
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..extract.constraints import MAX_TURN_CHARS, turn_sentences
 from ..extract.facts import Facts
 from ..extract.steps import WorkStep
 from ..history.messages import Message
@@ -104,6 +107,9 @@ class Budget:
     tokens: int
     counter: CountsTokens
     tool_calls_share: float | None = None  # None: TOOL_CALLS_SHARE
+    # The most tokens the user's constraints may take before a turn kept whole past MAX_TURN_CHARS gives way to its
+    # instruction sentences (the hook: the summary's share of the window). None: ``tokens``.
+    constraint_tokens: int | None = None
 
 
 def merge(
@@ -195,14 +201,17 @@ def fit(
     the room left (``pack.py``: its pieces by the names they add, newest steps first); then failed attempts,
     completed items and the remaining tool calls go, oldest first. ``material``: the
     work log before any cut (default: ``doc``'s own). ``selector``: the work log's pieces scored by it (pack.py).
-    Constraints and the remaining task are never dropped, so
-    a document can stay above the budget; the caller measures it. Every item dropped is counted."""
+    Constraints (past their own bound, a long turn gives way to its sentences first: ``_turns_within``) and the
+    remaining task are never dropped, so a document can stay above the budget; the caller measures it. Every item
+    dropped is counted."""
 
     budget_tokens, count_text = budget.tokens, budget.counter.count_text
 
     def cost(item: Any) -> int:
         return count_text(item.model_dump_json() if hasattr(item, "model_dump_json") else json.dumps(item)) + 1
 
+    bound = budget.tokens if budget.constraint_tokens is None else budget.constraint_tokens
+    doc = _turns_within(doc, bound, cost, stats)
     total = count_text(doc.to_json())
     if total <= budget_tokens:
         return doc
@@ -255,6 +264,31 @@ def fit(
     stats.clipped_items += len(steps) - len(work_log)
     lists["tool_calls_summary"] = _uncovered_calls(calls, work_log, budget_tokens, count_text, build, cost, stats)
     return build(work_log)
+
+
+def _turns_within(doc: S.CompressedContext, bound: int, cost: Any, stats: ClipCounter) -> S.CompressedContext:
+    """``doc`` with its constraints within ``bound`` tokens where the long turns allow it: while they are over it,
+    the longest turn kept whole past ``MAX_TURN_CHARS`` gives way to its instruction sentences (``turn_sentences``,
+    verbatim, after the other constraints: the schema's bound on their number then drops pieces, never a whole
+    turn). A user's words are never dropped otherwise: constraints within the bound, or with no long turn left,
+    stay as they are."""
+    constraints = list(doc.user_constraints)
+    costs = [cost(c) for c in constraints]
+    pieces: list[str] = []
+    while sum(costs) + sum(cost(p) for p in pieces) > bound:
+        long = [k for k, c in enumerate(constraints) if len(c) > MAX_TURN_CHARS]
+        if not long:
+            break
+        k = max(long, key=lambda k: (len(constraints[k]), -k))  # the longest (the oldest of equal ones)
+        turn = constraints.pop(k)
+        costs.pop(k)
+        present = set(constraints) | set(pieces)
+        pieces += [p for p in turn_sentences(turn) if p not in present]
+        stats.clipped_items += 1
+    if not pieces and len(costs) == len(doc.user_constraints):
+        return doc
+    kept = _bounded(constraints + pieces, S.MAX_CONSTRAINTS, stats, keep="first")
+    return doc.model_copy(update={"user_constraints": kept})
 
 
 def _packed(pieces: Any, target: int, budget: Budget, known: set[str], build: Any) -> list[S.Step]:

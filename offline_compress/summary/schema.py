@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 # Bounds. A verbatim user constraint may be a long sentence; the rest is short by design.
 MAX_CONSTRAINTS = 80
-MAX_CONSTRAINT_CHARS = 2000  # a person's turn mid-session is kept whole
+# a person's turn mid-session is kept whole up to this (extract.constraints.MAX_WHOLE_TURN_CHARS); a summary's fit
+# (merge.fit) bounds the constraints' tokens by the window
+MAX_CONSTRAINT_CHARS = 100_000
 MAX_DECISIONS = 12
 MAX_FAILED = 30
 MAX_TOOL_CALLS = 80
