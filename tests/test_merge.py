@@ -192,3 +192,13 @@ def test_a_long_user_turn_stays_whole_within_the_constraints_bound_and_gives_way
     )
     assert later.user_constraints == split.user_constraints
     assert S.CompressedContext.model_validate_json(whole.to_json()) == whole
+
+
+def test_short_constraints_are_kept_whatever_the_constraints_bound():
+    rules = [f"Rule {i}: you must not touch module_{i}." for i in range(30)]
+    facts = Facts(
+        constraint_candidates=[Constraint(text=r, message_index=3, role="user", start=0, strength=2) for r in rules]
+    )
+    budget = Budget(200, get_counter(), constraint_tokens=1)
+    doc = merge(Sources(facts, [], SourceIndex([])), NO_DRAFT, GroundingReport(), _stats(), budget)
+    assert doc.user_constraints == rules

@@ -273,20 +273,24 @@ def _turns_within(doc: S.CompressedContext, bound: int, cost: Any, stats: ClipCo
     turn). A user's words are never dropped otherwise: constraints within the bound, or with no long turn left,
     stay as they are."""
     constraints = list(doc.user_constraints)
-    costs = [cost(c) for c in constraints]
+    if not any(len(c) > MAX_TURN_CHARS for c in constraints):
+        return doc  # the common case: nothing to give way
+    costs: dict[str, int] = {}  # each item is counted once, however many turns are split
+
+    def tokens(items: list[str]) -> int:
+        return sum(costs[c] if c in costs else costs.setdefault(c, cost(c)) for c in items)
+
     pieces: list[str] = []
-    while sum(costs) + sum(cost(p) for p in pieces) > bound:
+    # only what the schema's bound on their number keeps is counted (the rest is dropped below)
+    while tokens(constraints) + tokens(pieces[: max(0, S.MAX_CONSTRAINTS - len(constraints))]) > bound:
         long = [k for k, c in enumerate(constraints) if len(c) > MAX_TURN_CHARS]
         if not long:
             break
         k = max(long, key=lambda k: (len(constraints[k]), -k))  # the longest (the oldest of equal ones)
         turn = constraints.pop(k)
-        costs.pop(k)
         present = set(constraints) | set(pieces)
         pieces += [p for p in turn_sentences(turn) if p not in present]
         stats.clipped_items += 1
-    if not pieces and len(costs) == len(doc.user_constraints):
-        return doc
     kept = _bounded(constraints + pieces, S.MAX_CONSTRAINTS, stats, keep="first")
     return doc.model_copy(update={"user_constraints": kept})
 
