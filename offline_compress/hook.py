@@ -14,7 +14,8 @@ below the trigger's 60%) holds the trigger until the history grows by the trigge
 longer fits the window, and says so once (a WARNING, ``over_target`` in the metrics); a firing that cannot compact
 at all holds it too. Compacting harder: the summary may be cut toward the target down to ``summary_keep_share`` of
 itself (default 1.0: not cut, measured in docs/replay.md), and, the last resort, the longest recent messages are cut
-(copies; the originals archived first) when the history would not fit the window (``summary.harder``).
+(copies; the originals archived first) when the history would not fit the window (``summary.harder``). The next
+compaction merges the summary as it was before any cut: a cut fits one context, it does not forget.
 
 Background compaction (``soft_fraction``, off by default): the summary is built in a worker thread from the soft
 threshold on and swapped in when the trigger fires, if still exact (``summary.background``).
@@ -202,6 +203,7 @@ class CompactionHook:
         self.metrics: list[CompactionMetrics] = []
         self.last_decision: CompressionDecision | None = None
         self.summary: CompressedContext | None = None
+        self._merged: CompressedContext | None = None  # ``summary`` before any cut (module docstring)
         self.target_fraction = target_fraction
         self.guard = Guard(model_max_tokens, target_fraction, trigger.token_fraction)
         self.target_tokens = self.guard.target_tokens
@@ -280,13 +282,8 @@ class CompactionHook:
             selector = getattr(self._compressor, "selector", None)
             if selector is not None:  # new messages scored in a worker while the agent's own model call runs
                 selector.observe(parsed)
-            decision = evaluate_compression(
-                parsed,
-                self.model_max_tokens,
-                self.turns_since_last_compression,
-                config=self.trigger,
-                counter=self.counter,
-            )
+            turns, trigger = self.turns_since_last_compression, self.trigger
+            decision = evaluate_compression(parsed, self.model_max_tokens, turns, config=trigger, counter=self.counter)
             self.last_decision = decision
             if not decision.should_compress or self.held(parsed, decision.estimated_tokens):
                 self.turns_since_last_compression += 1
@@ -463,7 +460,7 @@ class CompactionHook:
                 swapped = self._swap(job, originals, parsed, reason, tokens_before, start)
                 if swapped is not None:
                     return swapped
-            plan, previous = self._plan(parsed), self.summary
+            plan, previous = self._plan(parsed), self._merged
         why = self._why_not(parsed, plan)
         if why:
             return self._keep(originals, parsed, reason, tokens_before, why, start)
@@ -514,7 +511,7 @@ class CompactionHook:
             tokens_before=tokens_before,
             tokens_after=tokens_after,
         )
-        self.summary = result.context
+        self.summary, self._merged = result.context, r.uncut or result.context
         self.turns_since_last_compression = 0
         start_recent = head + 1
         patches = tuple(
@@ -573,18 +570,18 @@ class CompactionHook:
         soft = self.soft_fraction * self.model_max_tokens if self.soft_fraction is not None else None
         if soft is None or tokens <= soft:
             return
-        if self._background_summary.current(parsed, self.summary):
+        if self._background_summary.current(parsed, self._merged):
             return
         plan = self._plan(parsed)
         if not self._why_not(parsed, plan):
-            self._background_summary.start(parsed, plan, self.summary, tokens, self._summarise)
+            self._background_summary.start(parsed, plan, self._merged, tokens, self._summarise)
 
     def _swap(
         self, job: Job, originals: list[Any], parsed: list[Message], reason: str, tokens_before: int, start: float
     ) -> list[Any] | None:
         """The history with the background summary in place of the snapshot's ``[head, cut)`` and everything
         after it kept verbatim; None (compact as usual) when that would not be exact or not enough."""
-        result = job.result(parsed, self.summary)
+        result = job.result(parsed, self._merged)
         if result is None:
             return None
         r = self._replacement(originals, job.plan, result, tokens_before)  # as built: exactly its snapshot's summary

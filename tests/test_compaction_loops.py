@@ -214,3 +214,33 @@ def test_by_default_the_summary_is_cut_only_as_far_as_the_trigger_needs(extracti
     steps_at = [i for i in range(1, len(records)) if records[i]["compactions"] > records[i - 1]["compactions"]]
     assert all(b - a > 1 for a, b in zip(steps_at, steps_at[1:]))
     assert all(r["tokens"] < window for r in records)
+
+
+def test_the_next_compaction_merges_the_summary_as_it_was_before_its_cut(tmp_path):
+    """A cut fits one context; it does not forget: the history holds the cut summary, and the next compaction
+    merges the whole one (every line of it read from the messages), then fits that to its own budget."""
+    merged: list[Any] = []
+
+    class Recording(Compressor):  # the real compressor; records the summary each compaction merges
+        def compress_detailed(self, *args: Any, **kwargs: Any) -> Any:
+            merged.append(kwargs.get("previous"))
+            return super().compress_detailed(*args, **kwargs)
+
+    window = 4000
+    hook = CompactionHook(window, archive_path=tmp_path / "a.sqlite3", compressor=Recording(None))
+    head = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": TASK}]
+    history = list(head)
+    written = []  # (the summary in the history, the one kept for the next merge) after each compaction
+    for step in [tool_step(i) for i in range(40)]:
+        before = hook.compactions
+        history = hook.before_step([*history, *step])
+        if hook.compactions > before:  # the summary this compaction merged, and what it leaves
+            written.append((merged[-1], hook.summary, hook._merged, "summary cut" in hook.metrics[-1].harder))
+    count = hook.counter.count_text
+    cut_at = [k for k, (*_, cut) in enumerate(written) if cut and k + 1 < len(written)]
+    assert cut_at, "the scenario must cut a summary before a later compaction"
+    for k in cut_at:
+        _, in_history, kept, _ = written[k]
+        assert count(kept.to_json()) > count(in_history.to_json())  # the whole one is kept...
+        assert written[k + 1][0] is kept  # ...and is what the next compaction merges
+    assert all(cut or kept is in_history for _, in_history, kept, cut in written)

@@ -24,6 +24,7 @@ from .pack import names
 
 if TYPE_CHECKING:
     from ..compressor import CompressionResult
+    from .schema import CompressedContext
 
 FLOOR_TOKENS = 256  # the summary's budget is cut down to this, no lower (unless the history must shrink)
 # ...and a cut toward the target (not the trigger) keeps at least this share of the summary. 1.0: a history between
@@ -48,6 +49,9 @@ class Replacement:
     parsed: tuple[Message, ...] = ()
     harder: tuple[str, ...] = ()  # what compacting harder did, in order
     shortened: tuple[int, ...] = ()  # indices (in ``history``) of the recent messages that were cut
+    # the summary before compacting harder cut it: what the next compaction merges (a cut fits this context; what
+    # it left out of the context is not forgotten)
+    uncut: CompressedContext | None = None
 
 
 def refit(
@@ -82,7 +86,8 @@ def compact_harder(
     constraint_tokens: int | None = None,
 ) -> Replacement:
     """``r`` compacted harder. The summary's budget is cut (never below ``floor``; by default ``keep_share`` of the
-    summary, at least ``FLOOR_TOKENS``; over the last aim, the trigger, only as far as getting under it needs) as
+    summary, at least ``FLOOR_TOKENS``; over the last aim, the trigger, only as far as getting under it needs, unless
+    a cut down to ``keep_share`` reaches the first aim) as
     far as the first of ``aims`` (tokens of the history) that cutting it can reach, and no further; when none can
     be reached, to the floor (as close as it gets). Then, the last resort, if ``shorten`` and the history still
     holds more than ``fit_within`` (it would not fit), its recent messages are cut toward the first aim.
@@ -93,8 +98,9 @@ def compact_harder(
         return r
     if floor is None and r.tokens_after > aims[-1]:
         # over the last aim (the trigger: it would fire again at the next step): the summary is cut as far as
-        # getting under it needs, no further
-        floor, aims = FLOOR_TOKENS, [aims[-1]]
+        # getting under it needs, no further, unless a cut down to keep_share of it reaches the first aim
+        reach = r.tokens_after - max(0, size - max(FLOOR_TOKENS, int(keep_share * size)))
+        floor, aims = FLOOR_TOKENS, [aims[0] if reach <= aims[0] else aims[-1]]
     elif floor is None:  # between the target and the trigger: at most down to keep_share of the summary
         floor = max(FLOOR_TOKENS, int(keep_share * size))
     aim = next((a for a in aims if r.tokens_after - max(0, size - floor) <= a), aims[-1])
@@ -110,7 +116,9 @@ def compact_harder(
             break
         r = smaller
     if r is not first:
-        r = replace(r, harder=(f"summary cut from {size} to {counter.count_text(r.result.context.to_json())} tokens",))
+        cut_to = counter.count_text(r.result.context.to_json())
+        uncut = first.uncut or first.result.context
+        r = replace(r, harder=(f"summary cut from {size} to {cut_to} tokens",), uncut=uncut)
     if not shorten or fit_within is None or r.tokens_after <= fit_within:
         return r
     history, parsed, tokens, cut = shorten_recent(r.history, r.parsed, start, aims[0], counter)
