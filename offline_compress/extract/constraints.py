@@ -155,6 +155,11 @@ _WEAK_MARKERS = re.compile(
 )
 
 
+def _key(text: str) -> str:
+    """What makes two candidates the same: their words, case folded."""
+    return " ".join(text.split()).casefold()
+
+
 def _instruction_spans(text: str) -> Iterable[tuple[int, int, int]]:
     """(start, end, strength) of the instruction-like units of ``text``: lines and sentences outside code, at most
     ``MAX_CONSTRAINT_CHARS`` each, verbatim."""
@@ -173,7 +178,7 @@ def turn_sentences(turn: str) -> list[str]:
     seen: set[str] = set()
     out = []
     for s, e, _ in _instruction_spans(turn):
-        key = " ".join(turn[s:e].split()).casefold()
+        key = _key(turn[s:e])
         if key not in seen:
             seen.add(key)
             out.append(turn[s:e])
@@ -203,7 +208,7 @@ def extract_constraints(messages: Sequence[Message], *, limit: int = MAX_CONSTRA
         if mid_session and turn and len(turn) <= MAX_WHOLE_TURN_CHARS:
             # A person steering mid-session is an instruction whatever its wording: the turn whole, word for word
             # (its sentences are in it).
-            key = " ".join(turn.split()).casefold()
+            key = _key(turn)
             if key not in seen:
                 seen.add(key)
                 found.append(
@@ -221,7 +226,7 @@ def extract_constraints(messages: Sequence[Message], *, limit: int = MAX_CONSTRA
             continue
         for s, e, strength in _instruction_spans(text):
             unit = text[s:e]
-            key = " ".join(unit.split()).casefold()
+            key = _key(unit)
             if key in seen:
                 continue
             seen.add(key)
@@ -233,7 +238,7 @@ def extract_constraints(messages: Sequence[Message], *, limit: int = MAX_CONSTRA
             s, e = m.span(1)
             unit = text[s:e].strip()
             s = text.index(unit, s) if unit else s
-            key = " ".join(unit.split()).casefold()
+            key = _key(unit)
             if unit and len(unit) <= MAX_CONSTRAINT_CHARS and key not in seen:
                 seen.add(key)
                 found.append((1, Constraint(text=unit, message_index=i, role=msg.role, start=s, strength=2)))

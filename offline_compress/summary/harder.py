@@ -10,7 +10,6 @@ thoughts first, then tool outputs). Each step is kept only if the history gets s
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -19,7 +18,7 @@ from ..history.messages import Message
 from ..history.plan import Plan
 from ..history.shrink import shorten_recent
 from ..tokens.protocol import CountsTokens
-from .merge import Budget, fit
+from .merge import Budget, fit, turns_within
 from .pack import names
 
 if TYPE_CHECKING:
@@ -68,8 +67,10 @@ def refit(
     for m in kept:
         known |= names(m.text_and_arguments)
     stats = result.stats.model_copy()
-    bound = sys.maxsize if constraint_tokens is None else constraint_tokens
-    context = fit(result.context, Budget(budget, counter, constraint_tokens=bound), stats, known=known)
+    context = result.context
+    if constraint_tokens is not None:
+        context = turns_within(context, constraint_tokens, counter, stats)
+    context = fit(context, Budget(budget, counter), stats, known=known)
     return result.model_copy(update={"context": context, "stats": stats})
 
 

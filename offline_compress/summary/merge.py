@@ -3,7 +3,7 @@ draft, and the previous summary (a later compaction adds to it).
 
 What is kept when there is too much: previous constraints are never dropped (new ones follow them up to the
 schema's bound); a user turn kept whole past ``MAX_TURN_CHARS`` gives way to its instruction sentences only when
-the constraints outgrow their own bound (``Budget.constraint_tokens``).
+the constraints outgrow their own bound (``Budget.constraint_tokens``, ``turns_within``).
 Everything else is bounded by the schema's list lengths and, when the caller gives one, by a
 token budget (``fit``): the tool-call entries keep the newest distinct ones that fit in their share of the
 budget (``TOOL_CALLS_SHARE``) and the oldest decisions go first; then the work log is packed into the room left,
@@ -13,6 +13,7 @@ calls go (oldest first) only if the rest alone is over the budget. Every item a 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -183,8 +184,15 @@ def merge(
     )
     if budget is None:
         return doc
+    bound = budget.tokens if budget.constraint_tokens is None else budget.constraint_tokens
+    doc = turns_within(doc, bound, budget.counter, stats)
     known = set().union(*(names(t) for t in sources.kept_texts)) if sources.kept_texts else set()
     return fit(doc, budget, stats, known=known, material=material, selector=sources.selector)
+
+
+def _cost(count_text: Any, item: Any) -> int:
+    """Tokens of one item of a list of the document (its JSON and a separator)."""
+    return count_text(item.model_dump_json() if hasattr(item, "model_dump_json") else json.dumps(item)) + 1
 
 
 def fit(
@@ -201,17 +209,11 @@ def fit(
     the room left (``pack.py``: its pieces by the names they add, newest steps first); then failed attempts,
     completed items and the remaining tool calls go, oldest first. ``material``: the
     work log before any cut (default: ``doc``'s own). ``selector``: the work log's pieces scored by it (pack.py).
-    Constraints (past their own bound, a long turn gives way to its sentences first: ``_turns_within``) and the
-    remaining task are never dropped, so a document can stay above the budget; the caller measures it. Every item
-    dropped is counted."""
+    Constraints and the remaining task are never dropped (``turns_within`` is what may split a long user turn,
+    before this), so a document can stay above the budget; the caller measures it. Every item dropped is counted."""
 
     budget_tokens, count_text = budget.tokens, budget.counter.count_text
-
-    def cost(item: Any) -> int:
-        return count_text(item.model_dump_json() if hasattr(item, "model_dump_json") else json.dumps(item)) + 1
-
-    bound = budget.tokens if budget.constraint_tokens is None else budget.constraint_tokens
-    doc = _turns_within(doc, bound, cost, stats)
+    cost = functools.partial(_cost, count_text)
     total = count_text(doc.to_json())
     if total <= budget_tokens:
         return doc
@@ -266,7 +268,9 @@ def fit(
     return build(work_log)
 
 
-def _turns_within(doc: S.CompressedContext, bound: int, cost: Any, stats: ClipCounter) -> S.CompressedContext:
+def turns_within(
+    doc: S.CompressedContext, bound: int, counter: CountsTokens, stats: ClipCounter
+) -> S.CompressedContext:
     """``doc`` with its constraints within ``bound`` tokens where the long turns allow it: while they are over it,
     the longest turn kept whole past ``MAX_TURN_CHARS`` gives way to its instruction sentences (``turn_sentences``,
     verbatim, after the other constraints: the schema's bound on their number then drops pieces, never a whole
@@ -278,7 +282,10 @@ def _turns_within(doc: S.CompressedContext, bound: int, cost: Any, stats: ClipCo
     costs: dict[str, int] = {}  # each item is counted once, however many turns are split
 
     def tokens(items: list[str]) -> int:
-        return sum(costs[c] if c in costs else costs.setdefault(c, cost(c)) for c in items)
+        for c in items:
+            if c not in costs:
+                costs[c] = _cost(counter.count_text, c)
+        return sum(costs[c] for c in items)
 
     pieces: list[str] = []
     # only what the schema's bound on their number keeps is counted (the rest is dropped below)
