@@ -248,9 +248,13 @@ def test_a_markdown_summary_is_merged_by_the_hook_and_by_a_new_one(extractive_co
         render="markdown",
         target_fraction=1.0,
     )
+    read_back = parse_summary_message(Message.model_validate(final[2]))
+    assert read_back == hook.summary  # the Markdown holds every field the JSON does
     again = fresh.compact(final + requests_history[len(requests_history) - 2 :])
     merged = parse_summary_message(Message.model_validate(again[2]))
-    assert merged is not None and merged.work_log[0] == hook.summary.work_log[0]
+    # the oldest step is still first; a full budget may drop a line it saw that later text names too (pack.py)
+    assert merged is not None and merged.work_log[0].ran == hook.summary.work_log[0].ran
+    assert set(merged.work_log[0].saw) <= set(hook.summary.work_log[0].saw)
     assert sum(1 for m in again if m["content"].startswith(SUMMARY_PREFIX)) == 1
 
 

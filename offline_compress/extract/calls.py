@@ -46,7 +46,8 @@ AGENT_TOOLS = frozenset("task agent dispatch_agent subagent".split())
 FINISH_TOOLS = frozenset("finish submit done attempt_completion".split())
 EDITOR_TOOLS = frozenset("str_replace_editor str_replace_based_edit_tool editor file_editor".split())
 
-_PATH_KEYS = (
+# The argument names that hold a call's file path, most specific first (also read by function_calls.py).
+PATH_KEYS = (
     "file_path",
     "path",
     "filepath",
@@ -245,14 +246,14 @@ def _generic(tool: str, args: Any, kind: Kind = "other") -> Call:
     values = [(str(k), _str(v)) for k, v in args.items() if v not in (None, "", [], {}) and not isinstance(v, bool)]
     values.sort(key=lambda kv: len(kv[1]))  # short values first: they read as a one-line call
     return Call(
-        tool, kind, paths=tuple(p for p in (_first(args, _PATH_KEYS),) if p), values=tuple(values[:MAX_GENERIC_VALUES])
+        tool, kind, paths=tuple(p for p in (_first(args, PATH_KEYS),) if p), values=tuple(values[:MAX_GENERIC_VALUES])
     )
 
 
 def _editor(tool: str, args: Mapping[str, Any]) -> Call:
     """An editor with sub-commands (SWE-agent's / OpenHands' / Anthropic's ``str_replace_editor``)."""
     sub = _first(args, ("command",))
-    path = _first(args, _PATH_KEYS)
+    path = _first(args, PATH_KEYS)
     paths = (path,) if path else ()
     if sub == "view":
         return Call(tool, "read", paths=paths, lines_read=_read_range(args), sub=sub)
@@ -300,7 +301,7 @@ def read_call(name: str, raw_arguments: str) -> Call:
         return _generic(name, args)
     if low in EDITOR_TOOLS:
         return _editor(name, args)
-    path = _first(args, _PATH_KEYS)
+    path = _first(args, PATH_KEYS)
     paths = (path,) if path else ()
     if low in READ_TOOLS:
         files = args.get("files")
@@ -376,4 +377,4 @@ def _plan_items(args: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(_split(thought))
 
 
-__all__ = ["Call", "Kind", "SHELL_TOOLS", "parse_arguments", "read_call", "shell_command"]
+__all__ = ["PATH_KEYS", "SHELL_TOOLS", "Call", "Kind", "parse_arguments", "read_call", "shell_command"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .calls import SHELL_TOOLS, parse_arguments, read_call, shell_command
+from .calls import PATH_KEYS, SHELL_TOOLS, parse_arguments, read_call, shell_command
 from .commands import (
     EDITOR_WRITE_COMMANDS,
     SWE_EDIT_COMMANDS,
@@ -18,18 +18,6 @@ from .commands import (
     summarise_command,
 )
 
-_PATH_KEYS = (
-    "path",
-    "file_path",
-    "filepath",
-    "filename",
-    "file",
-    "target_file",
-    "absolute_path",
-    "notebook_path",
-    "dir_path",
-    "directory",
-)
 _PATTERN_KEYS = ("pattern", "regex", "query", "search_term", "search", "term", "q")
 _READ_TOOL_HINTS = ("read", "view", "open", "cat", "show", "get_file", "load")
 _WRITE_TOOL_HINTS = (
@@ -91,7 +79,7 @@ def analyse_function_call(name: str, raw_args: str, state: ShellState) -> CallFa
         tool, target, reads, writes, ro = summarise_command(shell_cmd, state)
         shown = f"{name}: {shell_cmd}" if lname in SHELL_TOOLS else shell_cmd
         return CallFacts(tool, target, shell_cmd, reads, writes, ro, shown, True)
-    path = next((args[k] for k in _PATH_KEYS if isinstance(args.get(k), str) and args[k]), "")
+    path = next((args[k] for k in PATH_KEYS if isinstance(args.get(k), str) and args[k]), "")
     pattern = next((args[k] for k in _PATTERN_KEYS if isinstance(args.get(k), str) and args[k]), "")
     url = args.get("url") if isinstance(args.get("url"), str) else ""
     sub = args.get("command") if isinstance(args.get("command"), str) else ""
