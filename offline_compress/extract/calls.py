@@ -197,7 +197,8 @@ def _str(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def _first(args: Mapping[str, Any], keys: Iterable[str]) -> str:
+def first_string(args: Mapping[str, Any], keys: Iterable[str]) -> str:
+    """The value of the first of ``keys`` that holds a non-empty string ("" if none)."""
     return next((args[k] for k in keys if isinstance(args.get(k), str) and args[k]), "")
 
 
@@ -246,22 +247,30 @@ def _generic(tool: str, args: Any, kind: Kind = "other") -> Call:
     values = [(str(k), _str(v)) for k, v in args.items() if v not in (None, "", [], {}) and not isinstance(v, bool)]
     values.sort(key=lambda kv: len(kv[1]))  # short values first: they read as a one-line call
     return Call(
-        tool, kind, paths=tuple(p for p in (_first(args, PATH_KEYS),) if p), values=tuple(values[:MAX_GENERIC_VALUES])
+        tool,
+        kind,
+        paths=tuple(p for p in (first_string(args, PATH_KEYS),) if p),
+        values=tuple(values[:MAX_GENERIC_VALUES]),
     )
 
 
 def _editor(tool: str, args: Mapping[str, Any]) -> Call:
     """An editor with sub-commands (SWE-agent's / OpenHands' / Anthropic's ``str_replace_editor``)."""
-    sub = _first(args, ("command",))
-    path = _first(args, PATH_KEYS)
+    sub = first_string(args, ("command",))
+    path = first_string(args, PATH_KEYS)
     paths = (path,) if path else ()
     if sub == "view":
         return Call(tool, "read", paths=paths, lines_read=_read_range(args), sub=sub)
     if sub == "create":
-        return Call(tool, "write", paths=paths, new=(_first(args, _CONTENT_KEYS),), sub=sub)
+        return Call(tool, "write", paths=paths, new=(first_string(args, _CONTENT_KEYS),), sub=sub)
     if sub == "str_replace":
         return Call(
-            tool, "edit", paths=paths, old=(_first(args, ("old_str",)),), new=(_first(args, ("new_str",)),), sub=sub
+            tool,
+            "edit",
+            paths=paths,
+            old=(first_string(args, ("old_str",)),),
+            new=(first_string(args, ("new_str",)),),
+            sub=sub,
         )
     if sub == "insert":
         line = _int(args.get("insert_line"))
@@ -270,7 +279,7 @@ def _editor(tool: str, args: Mapping[str, Any]) -> Call:
             "edit",
             paths=paths,
             old=("",),
-            new=(_first(args, ("new_str", "text")),),
+            new=(first_string(args, ("new_str", "text")),),
             sub=f"insert at {line}" if line is not None else sub,
         )
     return Call(tool, "edit" if sub else "other", paths=paths, sub=sub)
@@ -301,7 +310,7 @@ def read_call(name: str, raw_arguments: str) -> Call:
         return _generic(name, args)
     if low in EDITOR_TOOLS:
         return _editor(name, args)
-    path = _first(args, PATH_KEYS)
+    path = first_string(args, PATH_KEYS)
     paths = (path,) if path else ()
     if low in READ_TOOLS:
         files = args.get("files")
@@ -320,38 +329,41 @@ def read_call(name: str, raw_arguments: str) -> Call:
                 name,
                 "edit",
                 paths=paths,
-                old=tuple(_first(e, ("old_string", "old_str")) for e in pairs),
-                new=tuple(_first(e, ("new_string", "new_str")) for e in pairs),
+                old=tuple(first_string(e, ("old_string", "old_str")) for e in pairs),
+                new=tuple(first_string(e, ("new_string", "new_str")) for e in pairs),
             )
-        patch = _first(args, ("patch", "diff", "input"))
-        if patch and not _first(args, ("old_string", "old_str")):
+        patch = first_string(args, ("patch", "diff", "input"))
+        if patch and not first_string(args, ("old_string", "old_str")):
             return Call(name, "edit", paths=paths or _patch_paths(patch), new=(patch,))
         return Call(
             name,
             "edit",
             paths=paths,
-            old=(_first(args, ("old_string", "old_str", "old")),),
-            new=(_first(args, ("new_string", "new_str", "new", *_CONTENT_KEYS)),),
+            old=(first_string(args, ("old_string", "old_str", "old")),),
+            new=(first_string(args, ("new_string", "new_str", "new", *_CONTENT_KEYS)),),
             sub="all" if args.get("replace_all") is True else "",
         )
     if low in WRITE_TOOLS:
-        return Call(name, "write", paths=paths, new=(_first(args, _CONTENT_KEYS),))
+        return Call(name, "write", paths=paths, new=(first_string(args, _CONTENT_KEYS),))
     if low in SEARCH_TOOLS:
-        pattern = _first(args, _PATTERN_KEYS)
+        pattern = first_string(args, _PATTERN_KEYS)
         where = " ".join(
             v
-            for v in (_first(args, ("path", "dir", "directory")), _first(args, ("glob", "file_pattern", "include")))
+            for v in (
+                first_string(args, ("path", "dir", "directory")),
+                first_string(args, ("glob", "file_pattern", "include")),
+            )
             if v
         )
         return Call(name, "search", pattern=pattern, where=where, paths=paths)
     if low in PLAN_TOOLS:
         return Call(name, "plan", items=_plan_items(args))
     if low in AGENT_TOOLS:
-        title = _first(args, ("description", "subagent_type"))
-        prompt = _first(args, ("prompt", "task", "instructions"))
+        title = first_string(args, ("description", "subagent_type"))
+        prompt = first_string(args, ("prompt", "task", "instructions"))
         return Call(name, "agent", items=tuple(x for x in (title, *_split(prompt)) if x))
     if low in FINISH_TOOLS:
-        message = _first(args, ("message", "finish_reason", "result", "summary"))
+        message = first_string(args, ("message", "finish_reason", "result", "summary"))
         return Call(name, "finish", items=tuple(_split(message)))
     command = shell_command(args)
     if command and command.split(None, 1)[:1] == [name]:  # a text action turned into a call named after it
@@ -367,14 +379,14 @@ def _plan_items(args: Mapping[str, Any]) -> tuple[str, ...]:
             out = []
             for item in items:
                 if isinstance(item, Mapping):
-                    text = _first(item, ("content", "title", "step", "description", "task"))
-                    status = _first(item, ("status",))
+                    text = first_string(item, ("content", "title", "step", "description", "task"))
+                    status = first_string(item, ("status",))
                     out.append(f"[{status}] {text}" if status else text)
                 elif isinstance(item, str):
                     out.append(item)
             return tuple(x for x in out if x)
-    thought = _first(args, ("thought", "plan", "content", "command"))
+    thought = first_string(args, ("thought", "plan", "content", "command"))
     return tuple(_split(thought))
 
 
-__all__ = ["PATH_KEYS", "SHELL_TOOLS", "Call", "Kind", "parse_arguments", "read_call", "shell_command"]
+__all__ = ["PATH_KEYS", "SHELL_TOOLS", "Call", "Kind", "first_string", "parse_arguments", "read_call", "shell_command"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .calls import PATH_KEYS, SHELL_TOOLS, parse_arguments, read_call, shell_command
+from .calls import PATH_KEYS, SHELL_TOOLS, first_string, parse_arguments, read_call, shell_command
 from .commands import (
     EDITOR_WRITE_COMMANDS,
     SWE_EDIT_COMMANDS,
@@ -79,8 +79,8 @@ def analyse_function_call(name: str, raw_args: str, state: ShellState) -> CallFa
         tool, target, reads, writes, ro = summarise_command(shell_cmd, state)
         shown = f"{name}: {shell_cmd}" if lname in SHELL_TOOLS else shell_cmd
         return CallFacts(tool, target, shell_cmd, reads, writes, ro, shown, True)
-    path = next((args[k] for k in PATH_KEYS if isinstance(args.get(k), str) and args[k]), "")
-    pattern = next((args[k] for k in _PATTERN_KEYS if isinstance(args.get(k), str) and args[k]), "")
+    path = first_string(args, PATH_KEYS)
+    pattern = first_string(args, _PATTERN_KEYS)
     url = args.get("url") if isinstance(args.get("url"), str) else ""
     sub = args.get("command") if isinstance(args.get("command"), str) else ""
     reads = []
