@@ -401,6 +401,7 @@ class Probes:
     horizon_end: int
     region: tuple[int, int]
     artifacts: list[str] = field(default_factory=list)
+    recent_artifacts: list[str] = field(default_factory=list)  # used later, first seen in the recent messages
     constraints: list[str] = field(default_factory=list)
     head_lines: list[str] = field(default_factory=list)
     repeat_reads: list[tuple[Action, Action]] = field(default_factory=list)  # (earlier, later)
@@ -438,6 +439,8 @@ def build_probes(
             used |= artifacts(agent_texts(m))
     first = first_occurrence(messages[:step], used)
     probes.artifacts = sorted(a for a, k in first.items() if h <= k < t)
+    # every strategy keeps the recent messages verbatim unless it cuts them to fit the window: scored apart
+    probes.recent_artifacts = sorted(a for a, k in first.items() if k >= t)
     # constraints
     genuine = genuine_user_texts(prefix)
     first_reply = next((k for k, m in enumerate(prefix) if m.role == "assistant"), len(prefix))
@@ -475,6 +478,8 @@ def _written_between(acts: Sequence[Action], a: Action, b: Action) -> bool:
 class Score:
     artifacts: int = 0
     artifacts_kept: int = 0
+    recent_artifacts: int = 0
+    recent_artifacts_kept: int = 0
     constraints: int = 0
     constraints_kept: int = 0
     head_lines: int = 0
@@ -500,6 +505,8 @@ def score_context(probes: Probes, context: Sequence[Message]) -> Score:
     kept = [a for a in probes.artifacts if hay.has(a)]
     s.artifacts, s.artifacts_kept = len(probes.artifacts), len(kept)
     s.lost_artifacts = [a for a in probes.artifacts if a not in set(kept)]
+    s.recent_artifacts = len(probes.recent_artifacts)
+    s.recent_artifacts_kept = sum(1 for a in probes.recent_artifacts if hay.has(a))
     ck = [c for c in probes.constraints if hay.has_normalised(c)]
     s.constraints, s.constraints_kept = len(probes.constraints), len(ck)
     s.lost_constraints = [c[:200] for c in probes.constraints if c not in set(ck)]

@@ -315,6 +315,9 @@ def aggregate(
                         sum(c.get("recalled", 0) for c in s),
                         sum(c["artifacts"] - c["artifacts_kept"] for c in s if "recalled" in c),
                     ),
+                    "recent_recall": _ratio(
+                        sum(c.get("recent_artifacts_kept", 0) for c in s), sum(c.get("recent_artifacts", 0) for c in s)
+                    ),
                     "constraints": total("constraints"),
                     "constraint_retention": _ratio(total("constraints_kept"), total("constraints")),
                     "points_all_constraints": sum(1 for c in s if c["constraints_kept"] == c["constraints"]),
@@ -426,6 +429,7 @@ COLUMNS = (
     "recall",
     "traj-med",
     "+recall",
+    "recent",
     "constr",
     "head",
     "redo",
@@ -450,6 +454,7 @@ def format_table(rows: Sequence[dict[str, Any]], *, legend: bool = True) -> str:
             _pct(r["artifact_recall"]),
             _pct(r["artifact_recall_traj_median"]),
             _pct(r["lost_recalled"]),
+            _pct(r.get("recent_recall")),
             _pct(r["constraint_retention"]),
             _pct(r["head_lines"]),
             f"{_pct(r['redo_rate'])} ({r['redos']})",
@@ -477,7 +482,9 @@ def format_table(rows: Sequence[dict[str, Any]], *, legend: bool = True) -> str:
         "",
         "probes: artifacts the agent used later that first appeared before the compacted region's end; "
         "recall: share present in the context (all points); traj-med: median over trajectories; +recall: of the "
-        "probes a summary lost, the share one recall call (top 5 of its archive) gets back; "
+        "probes a summary lost, the share one recall call (top 5 of its archive) gets back; recent: the same for "
+        "what the agent used later that first appeared in the recent messages (kept verbatim unless a strategy "
+        "cuts them to fit the window); "
         "constr: curated must-keep phrases and mid-session user turns kept verbatim; head: lines of the system "
         "prompt and task kept; redo: later re-reads whose earlier result is gone (count); fail-mem: repeated "
         "failures whose earlier failure is in the context (count); fail-rec: failed commands of the region "

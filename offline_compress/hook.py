@@ -502,6 +502,7 @@ class CompactionHook:
     ) -> list[Any]:
         head, cut, result, message, new_history = r.plan.head, r.plan.cut, r.result, r.message, r.history
         tokens_before, tokens_after = r.tokens_before, r.tokens_after
+        at = [cut + i - (head + 1) for i in r.shortened]  # where the recent messages that were cut stand in originals
         # Archive first (committed): if this raises, the caller still has its full history and nothing was replaced.
         compaction = self.archive.record_compaction(
             self.session,
@@ -512,13 +513,11 @@ class CompactionHook:
             summary_json=result.context.to_json(),
             tokens_before=tokens_before,
             tokens_after=tokens_after,
+            shortened=at,  # searched by recall like the replaced ones
         )
         self.summary, self._merged = result.context, r.uncut or result.context
         self.turns_since_last_compression = 0
-        start_recent = head + 1
-        patches = tuple(
-            (cut + i - start_recent, parsed[cut + i - start_recent], new_history[i], r.parsed[i]) for i in r.shortened
-        )
+        patches = tuple((k, parsed[k], new_history[i], r.parsed[i]) for k, i in zip(at, r.shortened))
         self._applied = [
             *self._applied[-(REPLAYABLE - 1) :],
             _Applied(parsed[:cut], head, cut, message, parse_message(message, index=head), compaction, patches),

@@ -220,6 +220,11 @@ def test_recall_ranks_by_bm25_and_stays_in_its_session(tmp_path):
         assert [h.index for h in archive.recall("zzyzx", session="mine")] == [3]  # tool-call arguments are searched
         # kept messages are live, not archived: not searched
         assert archive.recall("unrelated") == [] and archive.recall("task") == []
+        # ...unless the compaction cut one of them to fit the window: its whole text is searched then
+        archive.record_compaction("cut", history, head=1, cut=4, reason="r", summary_json="{}", shortened=[4])
+        assert [(h.session, h.index) for h in archive.recall("unrelated")] == [("cut", 4)]
+        with pytest.raises(ValueError, match="shortened messages must be kept ones"):
+            archive.record_compaction("cut", history, head=1, cut=4, reason="r", summary_json="{}", shortened=[2])
 
 
 @pytest.mark.parametrize(

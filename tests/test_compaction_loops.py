@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from offline_compress import CompactionHook, Compressor
-from offline_compress.history.messages import as_messages
+from offline_compress.history.messages import Message, as_messages
 from offline_compress.history.shrink import CUT_NOTE
 from offline_compress.summary.message import SUMMARY_PREFIX
 from offline_compress.tokens.counter import get_counter
@@ -126,6 +126,7 @@ def test_one_enormous_tool_output_is_cut_to_fit_and_archived_whole(extractive, t
     new = hook.before_step(given)
     m = hook.metrics[-1]
     assert m.outcome == "compacted" and m.shortened >= 1 and "recent message" in m.harder
+    assert "summary cut" not in m.harder  # the output is cut anyway: it gives way, the summary is kept whole
     assert hook.counter.count(as_messages(new)) < window  # it fits again
     cut = [x for x in new if isinstance(x.get("content"), str) and CUT_MARK in x["content"]]
     assert cut and cut[-1]["role"] == "tool" and cut[-1]["tool_call_id"] == "c99"  # still answers its call
@@ -138,6 +139,35 @@ def test_one_enormous_tool_output_is_cut_to_fit_and_archived_whole(extractive, t
     # the next step extends the cut history: no second compaction of the same messages
     again = hook.before_step([*new, {"role": "assistant", "content": "The file is long; I'll grep it instead."}])
     assert hook.compactions == 1 and again[: len(new)] == new
+
+
+def test_a_history_of_message_objects_is_cut_to_fit_too(extractive, tmp_path):
+    # The package's own Message type (what load_history returns) gets the last resort as dicts do: the cut copy
+    # is a Message, the caller's objects are not touched.
+    window = 4000
+    hook = CompactionHook(window, archive_path=tmp_path / "a.sqlite3", compressor=extractive)
+    head = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": TASK}]
+    given = as_messages([*head, *[m for i in range(6) for m in tool_step(i, lines=10)], *tool_step(99, lines=1500)])
+    new = hook.before_step(given)
+    assert hook.metrics[-1].shortened >= 1 and hook.counter.count(as_messages(new)) < window
+    cut = [x for x in new if isinstance(x, Message) and CUT_MARK in x.text]
+    assert cut and cut[-1].role == "tool" and cut[-1].tool_call_id == "c99"
+    assert CUT_MARK not in given[-1].text  # the caller's message is as it was
+
+
+def test_recall_finds_what_a_cut_left_out_of_a_recent_message(extractive, tmp_path):
+    # The cut note says the whole message is in the archive: recall must find its middle, before the message is
+    # ever replaced by a later compaction.
+    hook = CompactionHook(4000, archive_path=tmp_path / "a.sqlite3", compressor=extractive)
+    head = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": TASK}]
+    enormous = tool_step(99, lines=1500)
+    lines = enormous[1]["content"].split("\n")
+    lines[700] = "quux_sentinel_7781 = load_registry()"
+    enormous[1]["content"] = "\n".join(lines)
+    new = hook.before_step([*head, *[m for i in range(6) for m in tool_step(i, lines=10)], *enormous])
+    assert hook.metrics[-1].shortened >= 1 and "quux_sentinel_7781" not in str(new)
+    hits = hook.recall("quux_sentinel_7781", k=5)
+    assert hits and hits[0].role == "tool" and "quux_sentinel_7781" in hits[0].snippet
 
 
 def test_a_caller_that_kept_its_uncut_list_gets_the_same_cut(extractive, tmp_path):

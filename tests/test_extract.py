@@ -466,6 +466,18 @@ def test_extracted_decisions_are_verbatim_spans_of_the_assistant_text():
     assert found >= 5
 
 
+def test_a_plan_that_states_its_own_reason_is_not_written_twice() -> None:
+    # One sentence holds both the plan and the reason: the rationale is the reason's clause of it, verbatim.
+    plan = "Let's patch the parser with sed because the loop never ends on an empty line."
+    messages = [
+        Message(role="user", content="Fix the parser in src/parse.py, it hangs."),
+        Message(role="assistant", content=f"{plan}\n\n```bash\nsed -i 's/while True/while line/' src/parse.py\n```"),
+        Message(role="user", content="<returncode>0</returncode>\n<output>\n</output>"),
+    ]
+    decisions = extract_facts(messages).decisions
+    assert [(d.decision, d.rationale) for d in decisions] == [(plan, "because the loop never ends on an empty line.")]
+
+
 def test_a_planted_credential_never_reaches_the_summary() -> None:
     # Checked against the literal token planted in the fixture, not with the redactor's own detector.
     from offline_compress import Compressor

@@ -117,6 +117,20 @@ def test_probes_of_a_step_and_their_scores():
     assert s.constraints_kept == 2  # the steering turn is in the kept tail
 
 
+def test_what_first_appeared_in_the_recent_messages_is_scored_apart():
+    # A name the agent learnt in the recent messages (kept verbatim unless a strategy cuts them to fit) and used
+    # later is a probe of its own: a context that cut that output loses it, the region's probes stay the same.
+    m = _history()
+    found = {"role": "user", "content": "<returncode>0</returncode>\n<output>\nsrc/http/tokenize_line.py\n</output>"}
+    m = as_messages([*(x.to_openai() for x in m[:12]), found, {"role": "assistant", "content": "Open tokenize_line."}])
+    pr = P.build_probes(m, 13, len(m))
+    assert "src/http/tokenize_line.py" not in pr.artifacts and pr.recent_artifacts
+    assert P.score_context(pr, m[:13]).recent_artifacts_kept == len(pr.recent_artifacts)
+    cut = as_messages([*(x.to_openai() for x in m[:12]), {"role": "user", "content": "[… output cut …]"}])
+    s = P.score_context(pr, cut)
+    assert s.recent_artifacts == len(pr.recent_artifacts) and s.recent_artifacts_kept == 0
+
+
 def test_presence_reads_json_escapes_as_an_agent_would():
     m = _history()
     pr = P.build_probes(m, 13, len(m))

@@ -322,13 +322,19 @@ class Archive:
         summary_json: str,
         tokens_before: int | None = None,
         tokens_after: int | None = None,
+        shortened: Sequence[int] = (),
     ) -> int:
         """Archive one compaction of ``history`` (``history[head:cut]`` replaced by ``summary_json``) in one
         transaction, committed (and synced) when this returns; returns its number in ``session`` (1, 2, ...).
-        Raises ``ArchiveError`` when it cannot be written, with nothing of it in the database."""
+        ``shortened``: indices of kept messages the compaction cut to fit the window; they are searched like the
+        replaced ones (``recall`` finds what the cut left out). Raises ``ArchiveError`` when it cannot be written,
+        with nothing of it in the database."""
         if not 0 <= head <= cut <= len(history):
             raise ValueError(f"need 0 <= head <= cut <= {len(history)}, got head={head}, cut={cut}")
-        rows = [self._message_row(m, i, head <= i < cut) for i, m in enumerate(history)]
+        if any(not cut <= i < len(history) for i in shortened):
+            raise ValueError(f"shortened messages must be kept ones, in [{cut}, {len(history)}): got {list(shortened)}")
+        cut_ones = set(shortened)
+        rows = [self._message_row(m, i, head <= i < cut, i in cut_ones) for i, m in enumerate(history)]
         try:
             with self._lock, self._transaction():
                 number = self._next_number(session)
@@ -352,13 +358,15 @@ class Archive:
             raise ArchiveError(f"{self.path}: could not archive the compaction ({err}); nothing was written") from None
         return number
 
-    def _message_row(self, message: Any, index: int, replaced: bool, source: str = "<messages>") -> _Row:
+    def _message_row(
+        self, message: Any, index: int, replaced: bool, shortened: bool = False, source: str = "<messages>"
+    ) -> _Row:
         text = message_json(message)
         raw = json.loads(text)
         parsed = parse_message(raw, index=index, source=source)
         from ..summary.message import is_summary_message  # our own summaries are not searched: the new one holds them
 
-        searchable = replaced and not is_summary_message(parsed)
+        searchable = (replaced or shortened) and not is_summary_message(parsed)
         return _Row(index, parsed.role, replaced, text, search_text(parsed) if searchable else None)
 
     def _next_number(self, session: str, source: str | None = None) -> int:
@@ -493,7 +501,7 @@ class Archive:
             return known[0]
         session = session or f"jsonl-{digest[:12]}"
         groups = list(_jsonl_groups(data, str(path)))
-        rows = [[self._message_row(m, i, True, str(path)) for i, m in messages] for messages, _ in groups]
+        rows = [[self._message_row(m, i, True, source=str(path)) for i, m in messages] for messages, _ in groups]
         try:
             with self._lock, self._transaction():
                 if self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session,)).fetchone():

@@ -47,8 +47,18 @@ def extract_decisions(messages: Sequence[Message], events: Sequence[ToolEvent]) 
         plans = [x for x in sentences if _DECIDE.search(x) and len(x) <= 300]
         reasons = [x for x in sentences if _BECAUSE.search(x) and len(x) <= 300]
         if plans:
-            out.append(ExtractedDecision(decision=plans[-1], rationale=reasons[0] if reasons else "", message_index=i))
+            decision, rationale = plans[-1], reasons[0] if reasons else ""
+            out.append(ExtractedDecision(decision=decision, rationale=_reason_of(rationale, decision), message_index=i))
     return out
+
+
+def _reason_of(reason: str, decision: str) -> str:
+    """``reason``, or, when the plan's own sentence gives it ("Let's X because Y."), the clause from the reason's
+    keyword on ("because Y."): still verbatim, and the sentence is not written twice."""
+    if reason != decision:
+        return reason
+    match = _BECAUSE.search(reason)
+    return reason[match.start() :] if match else reason
 
 
 _FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)

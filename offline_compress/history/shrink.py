@@ -7,8 +7,9 @@ the start and the end of the text (a command's output ends with its error, a tho
 the middle how much was cut and where the whole message is. The caller archives every original first.
 
 Only text is cut, in a copy: a chat message's string ``content`` or its text parts, a Responses item's string
-``output`` or text parts; tool calls, ids and every other key stay as they are. Objects that are not plain mappings
-are never cut. Pure and deterministic."""
+``output`` or text parts; tool calls, ids and every other key stay as they are. A ``Message`` (this package's own)
+is cut the same way and stays a ``Message``; other objects that are not plain mappings (a framework's message
+class) are never cut. Pure and deterministic."""
 
 from __future__ import annotations
 
@@ -37,7 +38,10 @@ def _texts(raw: Mapping[str, Any]) -> list[tuple[str, int | None]]:
 
 
 def text_chars(raw: Any) -> int:
-    """Characters of ``raw`` that ``shorten`` may cut (0: nothing to cut, or not a plain mapping)."""
+    """Characters of ``raw`` that ``shorten`` may cut (0: nothing to cut, or neither a plain mapping nor a
+    ``Message``)."""
+    if isinstance(raw, Message):
+        raw = raw.to_openai()
     if not isinstance(raw, Mapping):
         return 0
     return sum(len(_get(raw, where)) for where in _texts(raw))
@@ -59,8 +63,11 @@ def clip_middle(text: str, keep: int) -> str:
     return valid_utf8(text[:head] + CUT_NOTE.format(chars=len(text) - keep) + (text[-tail:] if tail else ""))
 
 
-def shorten(raw: Mapping[str, Any], keep: int) -> dict[str, Any]:
-    """A copy of ``raw`` whose text keeps about ``keep`` characters in all (each text its share of them)."""
+def shorten(raw: Mapping[str, Any] | Message, keep: int) -> Any:
+    """A copy of ``raw`` whose text keeps about ``keep`` characters in all (each text its share of them); a
+    ``Message`` gives a ``Message``."""
+    if isinstance(raw, Message):
+        return parse_message(shorten(raw.to_openai(), keep), index=0)
     places = _texts(raw)
     total = sum(len(_get(raw, w)) for w in places)
     out = dict(raw)

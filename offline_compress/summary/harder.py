@@ -1,12 +1,15 @@
 """Compacting harder: what the hook does when a compaction leaves the history above its target (the loop guard).
 
-First the summary is cut to a smaller budget after the fact (``merge.fit`` on the summary already written: fewer
-tool-call entries, work-log lines and sentences of what the agent said, by what each adds; no second model call),
-down to a floor, as far as the target needs, else as far as getting under the trigger needs (so that the next step
-does not fire it again), else to the floor. Then, the last resort, when the caller allows it and the history would
-still not fit its window, the longest recent messages kept verbatim are cut (``history.shrink``: the assistant's
-thoughts first, then tool outputs). Each step is kept only if the history gets smaller; what was done is said in
-``Replacement.harder``."""
+When the recent messages must be cut whatever the summary gives (with the summary at its floor the history would
+still not fit the window: one enormous tool output), they are cut first, as far as getting under the trigger needs,
+and the summary is kept whole: it is the agent's only memory of what came before, while a cut message keeps its
+start and end, and the archive (searched by ``recall``) its whole text. Otherwise the summary is cut to a smaller
+budget after the fact (``merge.fit`` on the summary already written: fewer tool-call entries, work-log lines and
+sentences of what the agent said, by what each adds; no second model call), down to a floor, as far as the target
+needs, else as far as getting under the trigger needs (so that the next step does not fire it again), else to the
+floor. Then, the last resort, when the caller allows it and the history would still not fit its window, the longest
+recent messages kept verbatim are cut (``history.shrink``: the assistant's thoughts first, then tool outputs). Each
+step is kept only if the history gets smaller; what was done is said in ``Replacement.harder``."""
 
 from __future__ import annotations
 
@@ -86,17 +89,29 @@ def compact_harder(
     keep_share: float = KEEP_SHARE,
     constraint_tokens: int | None = None,
 ) -> Replacement:
-    """``r`` compacted harder. The summary's budget is cut (never below ``floor``; by default ``keep_share`` of the
-    summary, at least ``FLOOR_TOKENS``; over the last aim, the trigger, only as far as getting under it needs, unless
-    a cut down to ``keep_share`` reaches the first aim) as
-    far as the first of ``aims`` (tokens of the history) that cutting it can reach, and no further; when none can
-    be reached, to the floor (as close as it gets). Then, the last resort, if ``shorten`` and the history still
-    holds more than ``fit_within`` (it would not fit), its recent messages are cut toward the first aim.
-    ``rebuild``: the replacement for another result of the same plan. ``constraint_tokens``: as for ``refit``."""
+    """``r`` compacted harder. When ``shorten`` and the history would hold more than ``fit_within`` even with the
+    summary at ``FLOOR_TOKENS`` (no ``floor`` given), the recent messages are cut first toward the last aim (then
+    the first), the summary left whole, if that gets the history under the last aim. Otherwise the summary's
+    budget is cut (never below ``floor``; by default ``keep_share`` of the summary, at least ``FLOOR_TOKENS``; over
+    the last aim, the trigger, only as far as getting under it needs, unless a cut down to ``keep_share`` reaches
+    the first aim) as far as the first of ``aims`` (tokens of the history) that cutting it can reach, and no
+    further; when none can be reached, to the floor (as close as it gets). Then, the last resort, if ``shorten`` and
+    the history still holds more than ``fit_within`` (it would not fit), its recent messages are cut toward the
+    first aim. ``rebuild``: the replacement for another result of the same plan. ``constraint_tokens``: as for
+    ``refit``."""
     plan, start = r.plan, r.plan.head + 1
     size = counter.count_text(r.result.context.to_json())
     if r.tokens_after <= aims[0]:
         return r
+    smallest = r.tokens_after - max(0, size - FLOOR_TOKENS)  # the history with the summary at its floor
+    if shorten and fit_within is not None and floor is None and smallest > fit_within:
+        # the recent messages are cut whatever the summary gives (at its floor the history would still not fit):
+        # they give way first, as far as getting under the trigger needs (toward the target when the cut's
+        # estimate of characters per token missed), and the summary stays whole
+        for aim in (aims[-1], aims[0]):
+            cut_first = _shortened(r, start, aim, counter)
+            if cut_first.tokens_after <= aims[-1]:
+                return cut_first
     if floor is None and r.tokens_after > aims[-1]:
         # over the last aim (the trigger: it would fire again at the next step): the summary is cut as far as
         # getting under it needs, no further, unless a cut down to keep_share of it reaches the first aim
@@ -122,7 +137,13 @@ def compact_harder(
         r = replace(r, harder=(f"summary cut from {size} to {cut_to} tokens",), uncut=uncut)
     if not shorten or fit_within is None or r.tokens_after <= fit_within:
         return r
-    history, parsed, tokens, cut = shorten_recent(r.history, r.parsed, start, aims[0], counter)
+    return _shortened(r, start, aims[0], counter)
+
+
+def _shortened(r: Replacement, start: int, aim: int, counter: CountsTokens) -> Replacement:
+    """``r`` with its recent messages (from ``start`` on) cut toward ``aim`` tokens (``shorten_recent``); ``r``
+    itself when that saves nothing."""
+    history, parsed, tokens, cut = shorten_recent(r.history, r.parsed, start, aim, counter)
     if not cut or tokens >= r.tokens_after:
         return r
     what = f"{len(cut)} recent message{'s' if len(cut) > 1 else ''} cut"
