@@ -111,8 +111,8 @@ class HookReplay:
             for i, m in enumerate(messages):
                 if m.role != "assistant" or i == 0:
                     continue
-                # as plain dicts, the way agent loops hold their history: the hook may cut a copy of one of those
-                # (the last resort for a history that would not fit), never an object of the caller's class
+                # as plain dicts, the way agent loops hold their history (the hook's last resort, a recent message
+                # cut to fit the window, then runs as it does for them)
                 live = live + [m.to_openai() for m in messages[last:i]]
                 last = i
                 before = len(hook.metrics)

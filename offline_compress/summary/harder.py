@@ -108,7 +108,7 @@ def compact_harder(
         # the recent messages are cut whatever the summary gives (at its floor the history would still not fit):
         # they give way first, as far as getting under the trigger needs (toward the target when the cut's
         # estimate of characters per token missed), and the summary stays whole
-        for aim in (aims[-1], aims[0]):
+        for aim in dict.fromkeys((aims[-1], aims[0])):  # one aim: one try
             cut_first = _shortened(r, start, aim, counter)
             if cut_first.tokens_after <= aims[-1]:
                 return cut_first
