@@ -425,3 +425,39 @@ def test_shared_claude_code_session(path: Path) -> None:
     check_pairing(loaded.messages)
     assert [m.text for m in loaded.messages if m.role == "user"] == user_texts(thread(records))
     assert [s.split(":")[0] for s in loaded.skipped if "answers no pending call" not in s] == [f"line {n}" for n in bad]
+
+
+def test_a_polling_loop_is_one_step_of_the_work_log_with_its_count() -> None:
+    """The session polls a background shell dozens of times in a row (BashOutput, no text): the summary shows the
+    poll once, with the count read here from the raw records (the longest run of one call with the same input,
+    no text beside it, and no error result), and never two such steps in a row."""
+    from offline_compress.compressor import Compressor
+
+    records = thread(raw_records(raw_lines(SESSION))[0])
+    failed = {
+        b["tool_use_id"]
+        for r in records
+        if isinstance(r["message"]["content"], list)
+        for b in r["message"]["content"]
+        if b.get("type") == "tool_result" and b.get("is_error")
+    }
+    calls = []  # (name, input, failed) of each assistant line that is only one call
+    for r in records:
+        blocks = r["message"]["content"] if r["type"] == "assistant" else None
+        if isinstance(blocks, list) and [b["type"] for b in blocks] == ["tool_use"]:
+            b = blocks[0]
+            calls.append((b["name"], json.dumps(b["input"], sort_keys=True), b["id"] in failed))
+        elif r["type"] == "assistant" or not isinstance(r["message"]["content"], list):
+            calls.append(None)  # text of the agent or of the user breaks a run
+    longest, run = 0, 0
+    for k, c in enumerate(calls):
+        run = run + 1 if c is not None and k and c == calls[k - 1] else 1
+        if c is not None and c[0] == "BashOutput" and not c[2]:
+            longest = max(longest, run)
+    assert longest >= 40
+
+    summary = Compressor(None, summary_tokens=None).compress(load_history_report(SESSION).messages)
+    polls = [s for s in summary.work_log if s.ran == "BashOutput bash_id=d66418" and s.outcome == "success"]
+    assert max(s.times for s in polls) == longest
+    for a, b in zip(summary.work_log, summary.work_log[1:]):
+        assert not ((a.ran, a.outcome) == (b.ran, b.outcome) and not b.said and not b.code)

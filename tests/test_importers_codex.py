@@ -163,3 +163,48 @@ def test_the_codex_reader_takes_no_other_formats_file(path):
     text, source = read_source(path)
     with pytest.raises(InputError):
         load_codex(text, source)
+
+
+def test_the_summary_reads_the_rollout_as_codex_wrote_it():
+    """What the summary says of the rollout, against the file read here: the task is the person's first message,
+    not Codex's <environment_context>; a shell call's outcome is its exit code from the JSON the older Codex
+    wraps its output in; a freeform apply_patch changed the files its patch names; the call Codex answered
+    'aborted' did not run."""
+    from offline_compress.compressor import Compressor
+    from offline_compress.history.cut import head_end
+
+    items = _items()
+    users = [_text(i) for i in items if i.get("type") == "message" and i["role"] == "user"]
+    assert users[0].startswith("<environment_context>")
+    task = users[1]
+    calls = {i["call_id"]: i for i in items if i.get("type") in ("function_call", "custom_tool_call")}
+    codes = []  # (command, exit code) of each wrapped shell output, in order
+    for i in items:
+        if i.get("type") == "function_call_output" and i["output"].startswith("{"):
+            command = json.loads(calls[i["call_id"]]["arguments"])["command"][-1]
+            codes.append((command, json.loads(i["output"])["metadata"]["exit_code"]))
+    patched = [
+        line.split(": ", 1)[1]
+        for i in calls.values()
+        if i["name"] == "apply_patch"
+        for line in i["input"].split("\n")
+        if line.startswith("*** Update File: ")
+    ]
+    assert ("python -m pytest -q", 1) in codes and ("python -m pytest -q", 0) in codes and patched
+
+    messages = load_history(ROLLOUT)
+    assert messages[head_end(messages) - 1].text == task  # the head keeps the task too, after Codex's context
+    summary = Compressor(None, summary_tokens=None).compress(messages, keep_last=0)
+    assert summary.task_state.remaining[0] == "Task: " + " ".join(task.split())
+    assert [f"changed {p}" for p in patched] == summary.task_state.completed
+    shell = [s for s in summary.work_log if s.ran.startswith("shell: ") and s.saw != [ABORTED]]
+    assert [s.ran.removeprefix("shell: ") for s in shell] == [c for c, _ in codes]
+    for step, (command, code) in zip(shell, codes):
+        assert (step.outcome == "success") == (code == 0), command
+    failing = [c for c, code in codes if code]
+    assert [f.approach for f in summary.failed_attempts] == failing
+    # every line it saw of a wrapped output is a line the tool printed, not a piece of the JSON around it
+    for s in summary.work_log:
+        assert not any(line.startswith('{"output"') for line in s.saw)
+    aborted = [s for s in summary.work_log if s.saw == [ABORTED]]
+    assert aborted and all(s.outcome == "partial" for s in aborted)

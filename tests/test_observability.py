@@ -194,6 +194,21 @@ def test_markdown_tolerates_stripped_trailing_whitespace():
     assert from_markdown(stripped) == context
 
 
+def test_markdown_shows_a_repeated_call_with_its_count_and_reads_it_back():
+    context = CompressedContext(
+        work_log=[
+            Step(ran="BashOutput bash_id=d66418", saw=["<status>running</status>"], outcome="success", times=46),
+            Step(ran="ran (success, 2 times)", outcome="error"),  # a command that looks like the label
+            Step(ran="KillShell shell_id=d66418", outcome="success"),
+        ]
+    )
+    markdown = to_markdown(context)
+    assert "- ran (success, 46 times): BashOutput bash_id=d66418" in markdown.split("\n")
+    assert "- ran (error): ran (success, 2 times)" in markdown.split("\n")
+    assert "- ran (success): KillShell shell_id=d66418" in markdown.split("\n")
+    assert from_markdown(markdown) == context
+
+
 @pytest.mark.parametrize(
     "body, where",
     [

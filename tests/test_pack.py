@@ -4,7 +4,7 @@ what a line adds is judged by the names it brings that nothing taken (or kept ve
 from __future__ import annotations
 
 from offline_compress.summary import schema as S
-from offline_compress.summary.pack import ELLIPSIS, Material, names, pack
+from offline_compress.summary.pack import ELLIPSIS, Material, collapse_repeats, names, pack
 from offline_compress.tokens.counter import get_counter
 
 count = get_counter()
@@ -91,3 +91,63 @@ def test_names_are_code_names_and_numbers():
         "Collector.collect",
     }
     assert "12" not in names("took 12 s")
+
+
+# ------------------------------------------------------------------------------------------------ repeated calls
+
+
+def _poll(saw: list[str], outcome: str = "success", said: str = "") -> Material:
+    failed = len(saw) - 1 if outcome == "error" and saw else None
+    return Material.of(said, [], "BashOutput bash_id=d66418", saw, outcome, failed)
+
+
+def test_a_call_repeated_in_a_row_with_nothing_said_is_one_step_with_its_count():
+    material = [
+        Material.of("Start it in the background.", [], "Bash: ssh router docker ps", [], "success"),
+        _poll(["<status>running</status>", "<timestamp>08:30:01</timestamp>"]),
+        _poll(["<status>running</status>", "<timestamp>08:30:02</timestamp>"]),
+        _poll(["<status>running</status>", "<timestamp>08:30:03</timestamp>"]),
+        Material.of("", [], "KillShell shell_id=d66418", [], "success"),
+    ]
+    out = collapse_repeats(material)
+    assert [m.ran for m in out] == [material[0].ran, material[1].ran, material[4].ran]
+    run = out[1]
+    assert run.times == 3
+    # every distinct line seen, in order, once
+    assert run.saw == (
+        "<status>running</status>",
+        "<timestamp>08:30:01</timestamp>",
+        "<timestamp>08:30:02</timestamp>",
+        "<timestamp>08:30:03</timestamp>",
+    )
+    assert run.whole().times == 3 and out[0].whole().times == 1
+
+
+def test_what_breaks_a_run_keeps_its_steps_apart():
+    said = _poll([], said="Still running; `docker ps` hangs, I will wait once more.")
+    failed = _poll(["Error: unexpected parameter `block`"], outcome="error")
+    out = collapse_repeats([_poll([]), said, _poll([]), failed, _poll([])])
+    # a new sentence of the agent starts a new step (the repeat before it merges); another outcome does too
+    assert [(m.times, m.outcome, bool(m.said)) for m in out] == [
+        (1, "success", False),
+        (2, "success", True),
+        (1, "error", False),
+        (1, "success", False),
+    ]
+
+
+def test_a_repeated_failure_keeps_its_error_line_last():
+    first = _poll(["partial output", "Error: timeout after 10s"], outcome="error")
+    second = _poll(["more output", "Error: timeout after 10s"], outcome="error")
+    (run,) = collapse_repeats([first, second])
+    assert run.times == 2 and run.saw == ("partial output", "more output", "Error: timeout after 10s")
+    assert run.failed_line == 2
+
+
+def test_a_collapsed_step_packs_with_its_count_and_reads_back():
+    run = collapse_repeats([_poll(["lib/job.py:12: waiting"]) for _ in range(5)])
+    (step,) = pack(run, 200, count)
+    assert step.times == 5 and '"times":5' in S.CompressedContext(work_log=[step]).to_json()
+    assert "times" not in S.CompressedContext(work_log=[run[0].whole().model_copy(update={"times": 1})]).to_json()
+    again = collapse_repeats([Material.of_step(step), *(_poll(["lib/job.py:12: waiting"]) for _ in range(3))])
+    assert [m.times for m in again] == [8]  # a run that goes on past a compaction keeps counting

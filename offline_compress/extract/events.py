@@ -15,6 +15,7 @@ from ..history.conventions import (
     bash_blocks,
     is_tool_output,
     text_command,
+    unwrap_output,
 )
 from ..history.messages import Message
 from .commands import ShellState, summarise_command
@@ -64,7 +65,9 @@ def _event(call: _Call, result_index: int | None, result_text: str | None) -> To
     outcome: Outcome | None = None
     exit_code = error_line = None
     if result_text is not None:
-        outcome, exit_code, error_line = classify_result(result_text, read_only=call.read_only)
+        # an output wrapped with its exit code (older Codex) is read as the text the tool printed
+        result_text, wrapped_code = unwrap_output(result_text)
+        outcome, exit_code, error_line = classify_result(result_text, read_only=call.read_only, exit_code=wrapped_code)
         if error_line is not None and error_line not in result_text:  # verbatim invariant
             raise AssertionError("error_line is not a substring of its result")
     writes = call.writes

@@ -55,12 +55,16 @@ def analyse_function_call(name: str, raw_args: str, state: ShellState) -> CallFa
     parsed = parse_arguments(raw_args)
     args: dict[str, Any] | None = parsed if isinstance(parsed, dict) else None
     lname = name.lower()
-    shown = "\n".join(read_call(name, raw_args).lines())
+    call = read_call(name, raw_args)
+    shown = "\n".join(call.lines())
     if args is None:
         # Not an object: some agents pass the raw command line.
         if lname in SHELL_TOOLS:
             tool, target, reads, writes, ro = summarise_command(raw_args, state)
             return CallFacts(tool, target, raw_args, reads, writes, ro, f"{name}: {raw_args}", True)
+        if call.kind == "edit" and call.paths:  # a freeform patch (Codex apply_patch): the files it changes
+            changed = [p for p in map(clean_path, call.paths) if p]
+            return CallFacts(name, shorten(call.target), raw_args, [], changed, False, shown, False)
         return CallFacts(name, shorten(raw_args), raw_args, [], [], False, shown, False)
     has_command = any(k in args for k in ("command", "cmd", "script"))
     shell_cmd: str | None = shell_command(args) if has_command else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from ..history.conventions import MINI_FORMAT_ERROR, MINI_TIMEOUT, RETURNCODE
+from ..history.conventions import ABORTED_OUTPUT, MINI_FORMAT_ERROR, MINI_TIMEOUT, RETURNCODE
 
 Outcome = Literal["success", "error", "partial"]
 
@@ -92,10 +92,17 @@ def _output_body(text: str) -> str:
     return text
 
 
-def classify_result(text: str, *, read_only: bool = False) -> tuple[Outcome, int | None, str | None]:
-    """(outcome, exit_code, error_line) of one tool result. ``error_line`` is a substring of ``text``."""
-    rc_match = RETURNCODE.search(text[:300])
-    exit_code: int | None = int(rc_match.group(1)) if rc_match else None
+def classify_result(
+    text: str, *, read_only: bool = False, exit_code: int | None = None
+) -> tuple[Outcome, int | None, str | None]:
+    """(outcome, exit_code, error_line) of one tool result. ``error_line`` is a substring of ``text``.
+    ``exit_code``: the code the output gave structurally (``conventions.unwrap_output``), else it is read from the
+    text. An output that is exactly Codex's ``aborted`` is a call that never ran: partial, nothing failed."""
+    if text.strip() == ABORTED_OUTPUT:
+        return "partial", None, None
+    rc_match = RETURNCODE.search(text[:300]) if exit_code is None else None
+    if rc_match:
+        exit_code = int(rc_match.group(1))
     if exit_code is None:
         m = _EXIT_CODE_TEXT.search(text[-400:]) or _EXIT_CODE_TEXT.search(text[:300])
         if m:

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from ..history.conventions import unwrap_output
 from ..history.messages import Message
 from .decisions import code_lines, prose_sentences
 from .events import ToolEvent
@@ -111,7 +112,7 @@ def extract_steps(messages: Sequence[Message], events: Sequence[ToolEvent]) -> l
             code = tuple(ln for ln in code_lines(messages[i].text) if code_names(ln))[:MAX_CODE_LINES]
         saw: list[str] = []
         if event.result_index is not None:
-            result = messages[event.result_index].text
+            result = unwrap_output(messages[event.result_index].text)[0]  # older Codex: the JSON-wrapped text
             lines = [ln.strip() for ln in result.splitlines() if ln.strip() and not _OUTPUT_WRAPPER.match(ln)]
             if len(lines) <= SHORT_RESULT_LINES and sum(map(len, lines)) <= SHORT_RESULT_CHARS:
                 saw = lines

@@ -12,7 +12,8 @@ to map back to):
 
 Arguments stay as the model wrote them (a ``shell`` call's ``{"command": [argv], ...}`` JSON string included) and
 tool output as the model read it (the ``{"output": ..., "metadata": {"exit_code", ...}}`` JSON string of older
-versions, the plain text of newer ones). A call never answered in the file gets the ``aborted`` output Codex
+versions, the plain text of newer ones; the extractor reads the JSON one by what it holds,
+``history.conventions.unwrap_output``). A call never answered in the file gets the ``aborted`` output Codex
 itself sends the model in its place (except the file's last call: its output may still be coming); an output whose
 call is not in the file gets a call synthesised for it, so it never reads as the user.
 
@@ -31,13 +32,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputError
+from ..history.conventions import ABORTED_OUTPUT
 from ..history.messages import CALLS, ITEM_TYPES, OUTPUTS, chat_message, parse_message
 from .imported import Imported
 from .openai import read_json_line
 
 FORMAT = "codex"
 
-ABORTED = "aborted"  # the output Codex sends for a call that never got one
+ABORTED = ABORTED_OUTPUT  # the output Codex sends for a call that never got one
 RECORD_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 LEFT_OUT_ITEMS = frozenset({"ghost_snapshot", "compaction", "compaction_summary", "other"})
 PROBE_LINES = 50

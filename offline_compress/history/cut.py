@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .conventions import is_tool_output
+from .conventions import is_harness_context, is_tool_output
 from .messages import Message
 
 
@@ -65,9 +65,10 @@ def head_end(messages: Sequence[Message], keep_first: int | None = None, *, is_s
     """Index after the head that a compaction keeps verbatim before its summary.
 
     ``keep_first=None``: the leading system/developer messages and the first user message (the agent's
-    instructions and its task, as OpenHands' condensers keep them); an int: that many first messages (extended
-    over the results of a tool call it would otherwise separate). ``is_summary(message)``: the head stops before
-    an earlier summary of ours, which is replaced, not kept."""
+    instructions and its task, as OpenHands' condensers keep them), with any context a harness wrote as user
+    messages before the task (``conventions.is_harness_context``: Codex's environment block); an int: that many
+    first messages (extended over the results of a tool call it would otherwise separate). ``is_summary(message)``:
+    the head stops before an earlier summary of ours, which is replaced, not kept."""
     if keep_first is not None and keep_first < 0:
         raise ValueError(f"keep_first must be >= 0 or None, got {keep_first}")
     stop = len(messages)
@@ -75,7 +76,8 @@ def head_end(messages: Sequence[Message], keep_first: int | None = None, *, is_s
         stop = next((i for i, m in enumerate(messages) if is_summary(m)), len(messages))
     if keep_first is None:
         i = 0
-        while i < stop and messages[i].role in ("system", "developer"):
+        # the instructions, the context a harness writes before the task (Codex: its environment), the task
+        while i < stop and (messages[i].role in ("system", "developer") or is_harness_context(messages[i])):
             i += 1
         if i < stop and messages[i].role == "user":
             i += 1

@@ -9,7 +9,9 @@ token budget (``fit``): the tool-call entries keep the newest distinct ones that
 budget (``TOOL_CALLS_SHARE``) and the oldest decisions go first; then the work log is packed into the room left,
 line by line, by the names each line adds (``pack.py``); failed attempts, completed items and the remaining tool
 calls go (oldest first) only if the rest alone is over the budget. Every item a bound drops is counted
-(``clipped_items``); all of them stay in the archive of replaced messages."""
+(``clipped_items``); all of them stay in the archive of replaced messages. Before any of that, a call repeated in
+a row with nothing said (a poll) becomes one step of the work log with its count (``pack.collapse_repeats``), the
+previous summary's last step included, so a run that goes on across compactions keeps counting."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from ..tokens.protocol import CountsTokens
 from . import schema as S
 from .draft import NARRATIVE_MAX_CHARS, Draft
 from .ground import GroundingReport, SourceIndex, grounded_sentences, keep_grounded
-from .pack import Material, ScoresPieces, clip, names, pack, read
+from .pack import Material, ScoresPieces, clip, collapse_repeats, names, pack, read
 
 BRIDGE_MESSAGES = 2
 BRIDGE_CHARS = 160
@@ -161,7 +163,10 @@ def merge(
     )
     blockers = list(prev.task_state.blockers) + [redact(x) for x in keep_grounded(state.blockers, index, report)]
     material = _bounded(
-        _latest([Material.of_step(s) for s in prev.work_log] + [_material(s) for s in facts.steps], key=Material.key),
+        _latest(
+            collapse_repeats([Material.of_step(s) for s in prev.work_log] + [_material(s) for s in facts.steps]),
+            key=Material.key,
+        ),
         S.MAX_STEPS,
         stats,
     )

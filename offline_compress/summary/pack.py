@@ -20,10 +20,11 @@ from __future__ import annotations
 import heapq
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from ..extract.decisions import SENTENCE_SPLIT
+from ..extract.steps import MAX_SAW_LINES
 from ..extract.steps import names as reused_names
 from ..tokens.protocol import CountsTokens
 from . import schema as S
@@ -31,6 +32,7 @@ from . import schema as S
 HEAD_BONUS = 1  # the first line of what a step ran is worth one name: what was done
 RECENCY = 0.95  # weight of a step = RECENCY ** (number of newer steps); chosen on the replay design split
 ELLIPSIS = "…"
+REPEAT_SAW_LINES = MAX_SAW_LINES  # distinct lines a run of repeated calls offers the packer, as one call does
 
 
 class ScoresPieces(Protocol):
@@ -60,23 +62,42 @@ class Material:
     saw: tuple[str, ...]
     outcome: str
     failed_line: int | None = None  # index in ``saw`` of the line that says why the step failed
+    times: int = 1  # the same call run this many times in a row (``collapse_repeats``)
 
     @classmethod
     def of(
-        cls, said: str, code: Sequence[str], ran: str, saw: Sequence[str], outcome: str, failed_line: int | None = None
+        cls,
+        said: str,
+        code: Sequence[str],
+        ran: str,
+        saw: Sequence[str],
+        outcome: str,
+        failed_line: int | None = None,
+        times: int = 1,
     ) -> Material:
         sentences = tuple(x for x in SENTENCE_SPLIT.split(" ".join(said.split())) if x)
         ran_lines = tuple(ran.strip("\n").split("\n")) if ran.strip() else ("",)
-        return cls(sentences, tuple(code), ran_lines, tuple(saw), outcome, failed_line)
+        return cls(sentences, tuple(code), ran_lines, tuple(saw), outcome, failed_line, times)
 
     @classmethod
     def of_step(cls, step: S.Step) -> Material:
         """A step of an earlier summary (its error line, when it failed, is the last line it saw)."""
         failed = len(step.saw) - 1 if step.outcome == "error" and step.saw else None
-        return cls.of(step.said, step.code, step.ran, step.saw, step.outcome, failed)
+        return cls.of(step.said, step.code, step.ran, step.saw, step.outcome, failed, step.times)
 
     def key(self) -> tuple[object, ...]:
-        return (self.said, self.code, self.ran, self.saw)
+        return (self.said, self.code, self.ran, self.saw, self.times)
+
+    def again(self, later: Material) -> Material:
+        """This step and ``later``, the same call run again, as one step: what was said first, the distinct lines
+        seen (the latest kept when there are more than ``REPEAT_SAW_LINES``; a failure's line last), the count."""
+        fail = later.saw[later.failed_line] if later.failed_line is not None else None
+        lines = [x for m in (self, later) for k, x in enumerate(m.saw) if k != m.failed_line]
+        saw = [x for x in dict.fromkeys(lines) if x != fail][-REPEAT_SAW_LINES:]
+        if fail is not None:
+            saw.append(fail)
+        failed = len(saw) - 1 if fail is not None else None
+        return replace(self, saw=tuple(saw), failed_line=failed, times=self.times + later.times)
 
     def step(
         self,
@@ -93,10 +114,26 @@ class Material:
             ran=clip(_with_gaps(self.ran, ran_at), S.MAX_RAN_CHARS),
             saw=[clip(self.saw[i], S.MAX_SAW_CHARS) for i in sorted(saw)][: S.MAX_SAW_LINES],
             outcome=self.outcome if self.outcome in ("success", "error", "partial") else "partial",
+            times=min(self.times, S.MAX_STEP_TIMES),
         )
 
     def whole(self) -> S.Step:
         return self.step(range(len(self.said)), range(len(self.code)), None, range(len(self.saw)))
+
+
+def collapse_repeats(material: Sequence[Material]) -> list[Material]:
+    """``material`` with each run of consecutive steps that ran the same call with the same outcome, the later ones
+    with nothing said or quoted (an agent polling a background job, or retrying a command unchanged), as one step
+    (``Material.again``): a summary shows the call once with how many times it ran, and the budget goes to what the
+    other steps add. Pure; nothing but the repeats is merged."""
+    out: list[Material] = []
+    for m in material:
+        last = out[-1] if out else None
+        if last is not None and (m.ran, m.outcome) == (last.ran, last.outcome) and not m.said and not m.code:
+            out[-1] = last.again(m)
+        else:
+            out.append(m)
+    return out
 
 
 def _with_gaps(lines: Sequence[str], chosen: Sequence[int]) -> str:
@@ -281,4 +318,4 @@ def pack(
     return [material[k].step(c.said, c.code, c.ran, c.saw) for k, c in sorted(chosen.items())]
 
 
-__all__ = ["ELLIPSIS", "RECENCY", "Material", "ScoresPieces", "clip", "names", "pack", "read"]
+__all__ = ["ELLIPSIS", "RECENCY", "Material", "ScoresPieces", "clip", "collapse_repeats", "names", "pack", "read"]

@@ -17,7 +17,8 @@ is shown as it was run). It stays unambiguous because every line of a value is i
                                                target no line break, else the labelled form
     ## Recent narrative
     > each line of the narrative
-    ## Work log                                steps, oldest first: said, code (one line each), "ran (outcome)",
+    ## Work log                                steps, oldest first: said, code (one line each), "ran (outcome)"
+                                               ("ran (outcome, N times)" for a call repeated N times in a row),
                                                saw (one line each)
 
 A line that starts a section (``## ``) or the closing marker can never be part of a value, since value lines
@@ -89,6 +90,7 @@ SECTIONS: tuple[_Section, ...] = (
 )
 _BY_TITLE = {f"## {s.title}": s for s in SECTIONS}
 _OUTCOMES = ("success", "error", "partial")
+_REPEATED = re.compile(r"(\w+) \((success|error|partial), ([1-9]\d*) times\)")
 _COMPACT_TOOL = re.compile(r"(\S+) (.*) → (success|error|partial)", re.S)
 
 
@@ -111,7 +113,8 @@ def _item(fields: tuple[_Field, ...], data: dict[str, Any]) -> list[str]:
             bullet = "  " if lines else "- "
             label = "" if field.label is None else field.label
             if field.with_outcome:
-                label += f" ({data['outcome']})"
+                times = data.get("times", 1)
+                label += f" ({data['outcome']}, {times} times)" if times != 1 else f" ({data['outcome']})"
             lines += _value(bullet + (label and label + ": "), value, "    ")
     return lines
 
@@ -187,6 +190,7 @@ def _object_item(section: _Section, item: list[tuple[int, str]]) -> dict[str, An
             labels.update({f"{f.label} ({o})": (f, o) for o in _OUTCOMES})
         elif f.label is not None:
             labels[f.label] = (f, None)
+    with_outcome = next((f for f in section.fields if f.with_outcome), None)
     data: dict[str, Any] = {f.key: [] for f in section.fields if f.many}
     current: _Field | None = None
     parts: list[str] = []
@@ -214,6 +218,11 @@ def _object_item(section: _Section, item: list[tuple[int, str]]) -> dict[str, An
                 if not sep and body.endswith(":"):  # "label: " with the trailing space stripped: an empty value
                     label, sep, rest = body[:-1], ":", ""
                 field, outcome = labels.get(label, (None, None)) if sep else (None, None)
+                repeated = _REPEATED.fullmatch(label) if sep and field is None and with_outcome else None
+                if repeated is not None and with_outcome is not None and repeated[1] == with_outcome.label:
+                    # "ran (success, 49 times)"
+                    field, outcome = with_outcome, repeated[2]
+                    data["times"] = int(repeated[3])
             if field is None:
                 raise MarkdownSummaryError(
                     f"line {number}: expected one of {', '.join(labels)} in {section.title}, got {line[:40]!r}"

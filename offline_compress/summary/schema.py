@@ -31,6 +31,7 @@ MAX_CODE_CHARS = 200
 MAX_RAN_CHARS = 3000
 MAX_SAW_LINES = 9
 MAX_SAW_CHARS = 240
+MAX_STEP_TIMES = 100_000  # a step run this many times in a row (a poll) is still one step
 
 Item = Annotated[str, Field(max_length=MAX_ITEM_CHARS)]
 
@@ -70,12 +71,16 @@ class Step(_Strict):
     ran: Annotated[str, Field(max_length=MAX_RAN_CHARS)]
     saw: Annotated[list[Annotated[str, Field(max_length=MAX_SAW_CHARS)]], Field(max_length=MAX_SAW_LINES)] = []
     outcome: Literal["success", "error", "partial"]
+    # The same call run this many times in a row with this outcome (an agent polling a background job, retrying a
+    # command), the later runs with nothing said: one step, not a page of identical ones (``pack.collapse_repeats``).
+    times: Annotated[int, Field(ge=1, le=MAX_STEP_TIMES)] = 1
 
     @model_serializer(mode="wrap")
     def _without_empty(self, handler: Any) -> dict[str, Any]:
-        # An empty said / code / saw is left out (it reads back as the default): a work log has dozens of steps,
-        # and their empty keys would cost a summary about 8 tokens each.
-        return {k: v for k, v in handler(self).items() if v or k not in _OPTIONAL_STEP_KEYS}
+        # An empty said / code / saw, and times 1, are left out (they read back as the defaults): a work log has
+        # dozens of steps, and their empty keys would cost a summary about 8 tokens each.
+        dumped = handler(self).items()
+        return {k: v for k, v in dumped if (v or k not in _OPTIONAL_STEP_KEYS) and (k, v) != ("times", 1)}
 
 
 _OPTIONAL_STEP_KEYS = frozenset({"said", "code", "saw"})
