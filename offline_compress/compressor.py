@@ -237,7 +237,8 @@ class Compressor:
         target = [parsed[i] for i in plan.region]
         if not target:
             raise EmptyHistoryError("nothing to compress: only the previous summary precedes the kept messages")
-        facts = extract_facts([*parsed[:head], *target], start=head)
+        # with a previous summary, the region's first user turn follows the exchange it summarised: mid-session
+        facts = extract_facts([*parsed[:head], *target], start=head, summarised_before=previous is not None)
         task = "" if self.selector is None else extract_task(parsed)[0]  # the selector's context (its training's)
         # what the reader has verbatim around the summary (its tool-call arguments too): not paid for twice
         kept = tuple(m.text_and_arguments for m in [*parsed[:head], *parsed[cut:]])

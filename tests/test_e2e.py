@@ -131,7 +131,7 @@ def test_hook_archives_then_replaces_and_merges_next_time(compressor, tmp_path):
     messages = load_history(FIXTURES / "mini-swe-agent" / "django__django-11163.traj.json")
     history = [m.to_openai() for m in messages]
     snapshot = copy.deepcopy(history)
-    hook = CompactionHook(model_max_tokens=10_000, archive_path=tmp_path / "archive.sqlite3", compressor=compressor)
+    hook = CompactionHook(model_max_tokens=11_000, archive_path=tmp_path / "archive.sqlite3", compressor=compressor)
     new = hook.before_step(history)
     assert history == snapshot  # the caller's list and dicts are untouched
     assert new[:2] == history[:2]  # the system prompt and the task stay verbatim

@@ -23,6 +23,7 @@ from offline_compress.extract import (
     parse_shell,
     turn_sentences,
 )
+from offline_compress.formats import load_history
 from offline_compress.history.messages import Message, parse_messages
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -49,16 +50,6 @@ MINI_MUST_FIND = [
 def _load_json(path: Path) -> tuple[Any, list[Message]]:
     data = json.loads(path.read_text(encoding="utf-8"))
     return data, parse_messages(data)
-
-
-def _load_with_importer(path: Path) -> list[Message]:
-    """Formats other than OpenAI need the importers in offline_compress.formats (written separately)."""
-    try:
-        from offline_compress.formats import load_history
-
-        return load_history(path)
-    except Exception as err:  # an importer still in progress must not fail these tests
-        pytest.skip(f"no importer for {path.name} yet: {err}")
 
 
 def _submission_files(data: Any, messages: list[Message]) -> list[str]:
@@ -148,7 +139,7 @@ def test_mini_github_issue_facts() -> None:
 
 
 def test_swe_agent_fixture() -> None:
-    messages = _load_with_importer(FIXTURES / "swe-agent" / "swe-agent__test-repo-i1.traj")
+    messages = load_history(FIXTURES / "swe-agent" / "swe-agent__test-repo-i1.traj")
     facts = extract_facts(messages)
     texts = [c.text for c in facts.constraint_candidates]
     for needle in ("YOU CAN ONLY ENTER ONE COMMAND AT A TIME", "cannot use any interactive session commands"):
@@ -159,7 +150,7 @@ def test_swe_agent_fixture() -> None:
 
 
 def test_aider_fixture_mid_session_constraint_comes_first() -> None:
-    messages = _load_with_importer(FIXTURES / "aider" / "session-0013_2024-08-06T08-55-14.md")
+    messages = load_history(FIXTURES / "aider" / "session-0013_2024-08-06T08-55-14.md")
     facts = extract_facts(messages)
     assert facts.constraint_candidates[0].text == "don't use --no-git in those tests"
     assert "tests/basic/test_main.py" in facts.files_changed  # from "Applied edit to ..."
@@ -167,7 +158,7 @@ def test_aider_fixture_mid_session_constraint_comes_first() -> None:
 
 
 def test_openhands_fixture() -> None:
-    messages = _load_with_importer(FIXTURES / "openhands" / "wrong_initial_state.json")
+    messages = load_history(FIXTURES / "openhands" / "wrong_initial_state.json")
     facts = extract_facts(messages)
     mv = next(e for e in facts.tool_events if e.tool == "mv")
     assert mv.command == "mv /workspace/game_2048.py /workspace/2048.py" and mv.outcome == "success"
@@ -344,6 +335,24 @@ def test_function_calls_pair_by_id_and_in_order() -> None:
     facts = extract_facts(messages)
     assert facts.files_read == ["/w/a.py"] and facts.files_changed == ["/w/b.py"]
     assert [f.approach for f in facts.failed_attempts] == ["pytest tests/t.py"]
+
+
+def test_a_call_whose_paths_are_nested_in_its_arguments_targets_them(extractive_compressor: Any) -> None:
+    """Moatless' ViewCode names its files in ``files[].file_path``: the target, the files read and the tool-call
+    summary are those paths (they were empty), read here from the fixture's raw arguments."""
+    path = FIXTURES / "moatless" / "django__django-15819.trajectory.json.gz"
+    messages = load_history(path)
+    views = [c for m in messages for c in m.tool_calls or () if c.function.name == "ViewCode"]
+    wanted = [
+        ", ".join(dict.fromkeys(f["file_path"] for f in json.loads(c.function.arguments)["files"])) for c in views
+    ]
+    assert views and all(wanted)
+    events = [e for e in extract_tool_events(messages) if e.tool == "ViewCode"]
+    assert [e.target for e in events] == wanted
+    assert [e.files_read for e in events] == [tuple(w.split(", ")) for w in wanted]
+    assert set(wanted) <= set(extract_facts(messages).files_read)
+    doc = extractive_compressor.compress(messages, keep_last=2)
+    assert all(c.target for c in doc.tool_calls_summary)
 
 
 @pytest.mark.parametrize(

@@ -178,3 +178,19 @@ def test_a_long_user_turn_is_kept_whole_while_the_window_has_room_for_it(extract
     assert whole or "You must keep the -O2 flag in the Makefile." in constraints
     replaced = hook.archive.replaced(hook.metrics[-1].compaction, hook.session)
     assert any(m.get("content") == turn for _, m in replaced)  # the turn itself is archived either way
+
+
+def test_a_user_turn_just_after_an_earlier_summary_is_kept_whole(extractive, tmp_path):
+    """A compaction that cut just before a user's turn leaves it first after the summary. The next compaction must
+    still read it as a person steering mid-session (whole, word for word), not as part of the task's first exchange
+    (its instruction sentences only): the replies before it are in the summary, not in the messages it reads."""
+    turn = "Here is what the scan printed:\nport 22 open\nport 80 open\nThat is all I have; close port 80 only."
+    history = HEAD + _steps(6) + [{"role": "user", "content": turn}] + _steps(2)
+    hook = CompactionHook(16384, archive_path=tmp_path / "a.sqlite3", compressor=extractive, keep_last=5)
+    first = hook.compact(history)
+    assert first[len(HEAD)]["content"].startswith(SUMMARY_PREFIX) and first[len(HEAD) + 1]["content"] == turn
+    assert turn not in hook.summary.user_constraints  # kept verbatim after the summary, not in it
+    second = hook.compact(first + _steps(4))
+    assert second[len(HEAD)]["content"].startswith(SUMMARY_PREFIX) and all(m.get("content") != turn for m in second)
+    assert turn in hook.summary.user_constraints
+    hook.close()

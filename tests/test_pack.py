@@ -84,6 +84,16 @@ def test_pack_is_deterministic_and_within_the_schema():
         assert len(step.saw) <= S.MAX_SAW_LINES and len(step.code) <= S.MAX_CODE_LINES
 
 
+def test_a_budget_with_room_keeps_a_long_outputs_named_lines_up_to_the_schemas_bound():
+    # a file view whose 30 lines each define something: with room to spare, the step keeps as many as the schema
+    # allows (it kept 9: the lines past it were the ones the agent used later, on the design split), in order
+    saw = [f"{10 + i}\tdef handler_{i}(request):" for i in range(30)]
+    (step,) = pack([Material.of("", [], "ViewCode app/views.py 10-40", saw, "success")], 4000, count)
+    assert step.saw == saw[: S.MAX_SAW_LINES] and S.MAX_SAW_LINES == 20
+    (small,) = pack([Material.of("", [], "ViewCode app/views.py 10-40", saw, "success")], 120, count)
+    assert 0 < len(small.saw) < S.MAX_SAW_LINES  # a tight budget takes fewer
+
+
 def test_names_are_code_names_and_numbers():
     assert names("see django/db/models.py line 1234 in `Collector.collect`") >= {
         "django/db/models.py",

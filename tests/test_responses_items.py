@@ -191,3 +191,30 @@ def test_a_result_before_its_call_is_a_pair_too():
     assert call_spans(messages) == [(1, 3)]
     assert cut_index(messages, 2) == 0  # not between the result and its call (nor the result and what it follows)
     assert head_end(messages, 2) == 4  # the head takes the call that answers to a result in it
+
+
+def test_a_whole_response_object_is_one_assistant_message():
+    """mini-swe-agent's Responses models keep each reply as the whole response (``object: "response"``, its items in
+    ``output``): one assistant message, its text and then its calls, in order; an output item that is not the
+    model's own is a clear error naming the message and field."""
+    response = {
+        "object": "response",
+        "output": [
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": "The config is read twice."}]},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Look at it."}]},
+            _call("c1", "cat cfg.py"),
+            _call("c2", "grep -n load cfg.py"),
+        ],
+        "extra": {"actions": [], "cost": 0.0},
+    }
+    before = copy.deepcopy(response)
+    m = parse_message(response, index=3)
+    assert response == before  # the caller's object is untouched
+    assert m.role == "assistant" and m.content == "The config is read twice.\n\nLook at it."
+    assert [(c.id, json.loads(c.function.arguments)["command"][-1]) for c in m.tool_calls] == [
+        ("c1", "cat cfg.py"),
+        ("c2", "grep -n load cfg.py"),
+    ]
+    bad = {**response, "output": [_output("c1", "x")]}
+    with pytest.raises(InputError, match=r"message 3.*output.*function_call_output"):
+        parse_message(bad, index=3)

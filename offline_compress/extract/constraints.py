@@ -185,13 +185,17 @@ def turn_sentences(turn: str) -> list[str]:
     return out
 
 
-def extract_constraints(messages: Sequence[Message], *, limit: int = MAX_CONSTRAINTS) -> list[Constraint]:
+def extract_constraints(
+    messages: Sequence[Message], *, limit: int = MAX_CONSTRAINTS, mid_session_from: int | None = None
+) -> list[Constraint]:
     """Instruction-like sentences/lines of genuine user/system/developer messages, verbatim, deduplicated.
 
     A user turn after the first exchange (a person steering mid-session) is kept whole, up to
     ``MAX_WHOLE_TURN_CHARS`` (the summary's fit turns one over ``MAX_TURN_CHARS`` into its sentences if the
     constraints outgrow their bound); a longer one gives its sentences like any other message. Order = priority:
-    those turns first, then strong markers, then weak ones; ties keep history order.
+    those turns first, then strong markers, then weak ones; ties keep history order. ``mid_session_from``: every
+    user turn from this index on is mid-session whatever precedes it here (a compacted history: the exchange
+    before it is in a summary, not in ``messages``).
     """
     msgs = as_message_list(messages)
     first_user = first_user_index(msgs)
@@ -203,7 +207,10 @@ def extract_constraints(messages: Sequence[Message], *, limit: int = MAX_CONSTRA
         if msg.role not in ("system", "developer", "user") or is_tool_output(msgs, i):
             continue
         text = msg.text
-        mid_session = msg.role == "user" and first_user is not None and first_reply is not None and i > first_reply
+        mid_session = msg.role == "user" and (
+            (first_user is not None and first_reply is not None and i > first_reply)
+            or (mid_session_from is not None and i >= mid_session_from)
+        )
         turn = text.strip()
         if mid_session and turn and len(turn) <= MAX_WHOLE_TURN_CHARS:
             # A person steering mid-session is an instruction whatever its wording: the turn whole, word for word

@@ -62,10 +62,13 @@ def extract_facts(
     start: int = 0,
     max_constraints: int = MAX_CONSTRAINTS,
     task_chars: int = DEFAULT_TASK_CHARS,
+    summarised_before: bool = False,
 ) -> Facts:
     """All exact facts of ``messages[start:]``. The messages before ``start`` (a head kept verbatim elsewhere:
     the system prompt and the task) are read only as context — where the task was stated, which user turns
-    come after the first reply — and give no facts of their own. Pure and deterministic."""
+    come after the first reply — and give no facts of their own. ``summarised_before``: an exchange between the
+    head and ``messages[start]`` was summarised already (a previous summary), so every user turn from ``start``
+    on is a person steering mid-session, even one that follows the head directly. Pure and deterministic."""
     msgs = as_message_list(messages)
     events = [e for e in extract_tool_events(msgs) if e.call_index >= start]
     failed = [
@@ -89,7 +92,9 @@ def extract_facts(
     task, task_index = extract_task(msgs, max_chars=task_chars)
     if task_index is not None and task_index < start:
         task, task_index = "", None  # stated in the head, which the reader has verbatim
-    constraints = [c for c in extract_constraints(msgs, limit=10**6) if c.message_index >= start][:max_constraints]
+    after = start if summarised_before else None
+    candidates = extract_constraints(msgs, limit=10**6, mid_session_from=after)
+    constraints = [c for c in candidates if c.message_index >= start][:max_constraints]
     return Facts(
         task=task,
         task_index=task_index,

@@ -99,7 +99,11 @@ def analyse_function_call(name: str, raw_args: str, state: ShellState) -> CallFa
     )
     if patch:
         writes = diff_files(patch)
-    if path:
+    if not path and not patch and call.paths and call.kind in ("read", "edit", "write"):
+        # paths nested in the arguments, which only the vocabulary reads (Moatless ViewCode's files[].file_path)
+        (reads if call.kind == "read" else writes).extend(call.paths)
+        path = ", ".join(call.paths)
+    elif path:
         if sub in EDITOR_WRITE_COMMANDS or (not sub and any(h in lname for h in _WRITE_TOOL_HINTS)):
             writes.append(path)
         elif sub == "view" or any(h in lname for h in _READ_TOOL_HINTS):

@@ -342,6 +342,38 @@ def chat_message(item: Mapping[str, Any], *, index: int, source: str = "<message
     )
 
 
+def is_response(raw: Mapping[str, Any]) -> bool:
+    """``raw`` is a whole Responses-API response (``{"object": "response", "output": [items], ...}``), the way
+    mini-swe-agent's Responses models keep each reply in the history."""
+    return raw.get("object") == "response" and isinstance(raw.get("output"), list) and "role" not in raw
+
+
+def response_message(response: Mapping[str, Any], *, index: int, source: str = "<messages>") -> dict[str, Any]:
+    """A whole Responses-API response as the plain dict of one assistant chat message: the text of its message and
+    reasoning items, then its calls as ``tool_calls``, in order (the items of one reply, read as one message)."""
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for k, item in enumerate(response["output"]):
+        if not isinstance(item, Mapping):
+            raise InputError(f"output[{k}] is not an object", source=source, index=index, field="output")
+        chat = chat_message(item, index=index, source=source)
+        if chat["role"] != "assistant":
+            raise InputError(
+                f"output[{k}] is a {item.get('type')!r} item, not the model's own",
+                source=source,
+                index=index,
+                field="output",
+            )
+        calls += chat.get("tool_calls") or []
+        content = chat.get("content")
+        if isinstance(content, list):
+            content = "\n".join(p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str))
+        if content:
+            texts.append(content)
+    text = "\n\n".join(texts)
+    return {"role": "assistant", "content": text if text or not calls else None, "tool_calls": calls or None}
+
+
 def _describe_validation_error(err: ValidationError) -> tuple[str, str | None]:
     first = err.errors()[0]
     loc = ".".join(str(p) for p in first.get("loc", ())) or None
@@ -395,7 +427,9 @@ def parse_message(raw: Any, *, index: int, source: str = "<messages>") -> Messag
         raise InputError(err.problem, source=source, index=index) from None
     if not isinstance(raw, Mapping):
         raise InputError(f"expected a JSON object, got {type(raw).__name__}", source=source, index=index)
-    if is_item(raw):
+    if is_response(raw):
+        raw = response_message(raw, index=index, source=source)
+    elif is_item(raw):
         raw = chat_message(raw, index=index, source=source)
     if "role" not in raw:
         raise InputError("message has no 'role'", source=source, index=index, field="role")

@@ -29,7 +29,7 @@ MAX_SAID_CHARS = 2000
 MAX_CODE_LINES = 24
 MAX_CODE_CHARS = 200
 MAX_RAN_CHARS = 3000
-MAX_SAW_LINES = 9
+MAX_SAW_LINES = 20
 MAX_SAW_CHARS = 240
 MAX_STEP_TIMES = 100_000  # a step run this many times in a row (a poll) is still one step
 
