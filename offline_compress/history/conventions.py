@@ -179,8 +179,13 @@ def is_harness_context(message: Message) -> bool:
 def first_user_index(messages: Sequence[Message]) -> int | None:
     """The first user message that is not tool output, nor context a harness wrote (``is_harness_context``):
     where the task is stated. A history whose only user messages are such context gives the first of them."""
-    users = [i for i, m in enumerate(messages) if m.role == "user" and not is_tool_output(messages, i)]
-    return next((i for i in users if not is_harness_context(messages[i])), users[0] if users else None)
+    first = None
+    for i, m in enumerate(messages):  # lazily: the task is near the start of a history that may be huge
+        if m.role == "user" and not is_tool_output(messages, i):
+            if not is_harness_context(m):
+                return i
+            first = i if first is None else first
+    return first
 
 
 def text_command(messages: Sequence[Message], i: int) -> str | None:
