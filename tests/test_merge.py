@@ -76,14 +76,41 @@ def test_budget_drops_the_least_useful_first_and_counts_it():
     assert S.CompressedContext.model_validate_json(doc.to_json()) == doc
 
 
-def test_a_budget_the_whole_document_fits_changes_nothing():
+def test_a_budget_the_whole_document_fits_keeps_every_step_and_what_adds_a_name():
     facts = Facts(steps=[_step(i, words=2) for i in range(3)])
     unbounded = merge(Sources(facts, [], SourceIndex([])), NO_DRAFT, GroundingReport(), _stats())
+    stats = _stats()
     bounded = merge(
-        Sources(facts, [], SourceIndex([])), NO_DRAFT, GroundingReport(), _stats(), Budget(10_000, get_counter())
+        Sources(facts, [], SourceIndex([])), NO_DRAFT, GroundingReport(), stats, Budget(10_000, get_counter())
     )
-    assert bounded == unbounded
-    assert [s.ran for s in bounded.work_log] == [f"cat src/mod_{i}.py\n" + "\n".join(["more"] * 5) for i in range(3)]
+    # the packer's rule holds under the budget too: every step stays, with what it said and the first line of
+    # what it ran; the lines that name nothing ("more"), and the quoted code and the output line whose one name
+    # (func_i) the step already says, are left out, the gap shown
+    assert len(bounded.work_log) == 3 and stats.clipped_items == 0
+    for i, (step, whole) in enumerate(zip(bounded.work_log, unbounded.work_log)):
+        assert step.said == whole.said and f"`func_{i}`" in step.said
+        assert not step.code and whole.code == [f"def func_{i}(x): return x"]
+        assert step.ran == f"cat src/mod_{i}.py\n…" and whole.ran.startswith(f"cat src/mod_{i}.py\nmore")
+        assert not step.saw and whole.saw
+    assert bounded.model_copy(update={"work_log": unbounded.work_log}) == unbounded  # nothing else changes
+
+
+def test_an_output_line_that_names_something_new_is_kept_under_the_budget():
+    step = WorkStep(
+        call_index=0,
+        said="",
+        ran="pytest -x tests/test_a.py",
+        saw=("collected 3 items", "FAILED tests/test_a.py::test_b - KeyError: 'x'"),
+        outcome="error",
+    )
+    doc = merge(
+        Sources(Facts(steps=[step]), [], SourceIndex([])),
+        NO_DRAFT,
+        GroundingReport(),
+        _stats(),
+        Budget(10_000, get_counter()),
+    )
+    assert doc.work_log[0].saw == ["FAILED tests/test_a.py::test_b - KeyError: 'x'"]
 
 
 def test_names_the_kept_messages_hold_are_not_paid_for_twice():
@@ -202,3 +229,20 @@ def test_short_constraints_are_kept_whatever_the_constraints_bound():
     budget = Budget(200, get_counter(), constraint_tokens=1)
     doc = merge(Sources(facts, [], SourceIndex([])), NO_DRAFT, GroundingReport(), _stats(), budget)
     assert doc.user_constraints == rules
+
+
+def test_the_narrative_bridge_reads_a_repeated_sentence_once():
+    from offline_compress.history.messages import parse_message
+    from offline_compress.summary.merge import bridge_lines
+
+    said = [
+        "I will open `a.py`.",
+        "Now I see the class. Let me add the test.",
+        "Now I see the class. Let me add the test.",
+    ]
+    messages = [parse_message({"role": "assistant", "content": t}, index=i) for i, t in enumerate(said)]
+    messages.append(parse_message({"role": "tool", "tool_call_id": "c1", "content": "ok"}, index=3))
+    assert (
+        bridge_lines(messages)
+        == "[assistant] I will open `a.py`.\n[assistant] Now I see the class. Let me add the test."
+    )

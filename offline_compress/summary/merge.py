@@ -61,11 +61,18 @@ def _latest(items: Sequence[Any], key: Any = None) -> list[Any]:
 
 
 def bridge_lines(compressed: Sequence[Message]) -> str:
-    """``[assistant] first 160 chars`` of the last two assistant messages with text in the compressed part: where
+    """``[assistant] first 160 chars`` of the last two distinct assistant texts in the compressed part: where
     the agent stood just before the kept messages. The kept messages themselves stay verbatim after the summary,
     so repeating them here would only cost tokens."""
-    said = [m for m in compressed if m.role == "assistant" and m.text.strip()][-BRIDGE_MESSAGES:]
-    return "\n".join(f"[assistant] {redact(' '.join(m.text.split()))[:BRIDGE_CHARS]}" for m in said)
+    lines: list[str] = []  # newest first, each once (an agent that said the same twice is read once)
+    for m in reversed(compressed):
+        if len(lines) == BRIDGE_MESSAGES:
+            break
+        text = " ".join(m.text.split()) if m.role == "assistant" else ""
+        line = f"[assistant] {redact(text)[:BRIDGE_CHARS]}" if text else ""
+        if line and line not in lines:
+            lines.append(line)
+    return "\n".join(reversed(lines))
 
 
 def _bounded(items: list[Any], limit: int, stats: ClipCounter, *, keep: str = "newest") -> list[Any]:
@@ -209,7 +216,8 @@ def fit(
     material: Sequence[Material] | None = None,
     selector: ScoresPieces | None = None,
 ) -> S.CompressedContext:
-    """Cut ``doc`` to ``budget.tokens`` (see the module docstring for the order): the tool-call entries keep the
+    """Cut ``doc`` to ``budget.tokens`` (see the module docstring for the order); a ``doc`` within it keeps the
+    lines of its work log that add a name (``pack.py``) and all else. Over it: the tool-call entries keep the
     newest that fit in their share of the budget, the oldest decisions go first; then the work log is packed into
     the room left (``pack.py``: its pieces by the names they add, newest steps first); then failed attempts,
     completed items and the remaining tool calls go, oldest first. ``material``: the
@@ -219,10 +227,16 @@ def fit(
 
     budget_tokens, count_text = budget.tokens, budget.counter.count_text
     cost = functools.partial(_cost, count_text)
+    steps = list(material) if material is not None else [Material.of_step(s) for s in doc.work_log]
     total = count_text(doc.to_json())
     if total <= budget_tokens:
-        return doc
-    steps = list(material) if material is not None else [Material.of_step(s) for s in doc.work_log]
+        # Under the budget the work log keeps what adds a name, by the packer's own rule: a line whose names the
+        # rest of the summary, the lines taken before it or the messages kept verbatim show already is not paid
+        # for twice (chosen on the design splits, docs/replay.md "Lines that add no name").
+        known = set(known) | names(doc.model_copy(update={"work_log": []}).to_json())
+        work_log = pack(read(steps, budget.counter, selector), budget_tokens, budget.counter, known=known)
+        stats.clipped_items += len(steps) - len(work_log)
+        return doc.model_copy(update={"work_log": work_log})
     lists: dict[str, list[Any]] = {
         "tool_calls_summary": list(doc.tool_calls_summary),
         "decisions": list(doc.decisions),

@@ -1,6 +1,6 @@
 """Pack: the work log fitted to a token budget by what each of its lines adds.
 
-When the work log does not fit, it loses lines, not whole steps in age order. Every piece of a step (a sentence
+The work log loses lines, not whole steps in age order, when it does not fit. Every piece of a step (a sentence
 the agent said, a line of code it quoted, a line of what it ran, a line of what it saw) names things of the
 code: paths, dotted names, identifiers, numbers. A piece is worth the names it adds that nothing taken so far
 names, nor the messages kept verbatim around the summary, weighted by how recent its step is, per token it
@@ -8,6 +8,8 @@ costs. Pieces are taken best first (the lazy greedy of budgeted coverage) until 
 that adds no name is not taken, except the first line of what a step ran: a step appears once any piece of it
 is taken, and always with that line (what was done), and a failed step's error line counts as a name (what not
 to repeat). Lines of a command that were left out show as ``…``, so the reader knows the command was longer.
+A work log within its budget is packed too, with room for all of it: only the pieces that add no name go (the
+summary pays for a name once; ``merge.fit``).
 
 Pure and deterministic: equal worth goes to the newer step, then to the earlier piece of it.
 
