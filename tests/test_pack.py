@@ -161,3 +161,30 @@ def test_a_collapsed_step_packs_with_its_count_and_reads_back():
     assert "times" not in S.CompressedContext(work_log=[run[0].whole().model_copy(update={"times": 1})]).to_json()
     again = collapse_repeats([Material.of_step(step), *(_poll(["lib/job.py:12: waiting"]) for _ in range(3))])
     assert [m.times for m in again] == [8]  # a run that goes on past a compaction keeps counting
+
+
+def test_a_line_of_code_keeps_the_path_line_that_heads_it():
+    # a search's output: each file's name, then its lines; the files are named elsewhere (known), so their path
+    # lines add nothing, but a line of code is shown with the file it is from
+    m = Material.of(
+        "",
+        [],
+        'SemanticSearch "choices display"',
+        [
+            "django/db/models/enums.py",
+            "62\tclass Choices(enum.Enum, metaclass=ChoicesMeta):",
+            "django/db/models/fields/__init__.py",
+            "9\tfrom functools import partialmethod, total_ordering",
+        ],
+        "success",
+    )
+    known = names("django/db/models/enums.py django/db/models/fields/__init__.py")
+    (step,) = pack([m], 10_000, get_counter(), known=known)
+    assert step.saw == list(m.saw)
+    # a chosen line with no path line before it stays as it is, and a path line alone is not a header
+    assert m.step(saw=[0]).saw == ["django/db/models/enums.py"]
+    assert m.step(saw=[3]).saw == ["django/db/models/fields/__init__.py", m.saw[3]]
+    bare = Material.of(
+        "", [], "grep -rn ChoicesMeta .", ["62\tclass Choices(enum.Enum, metaclass=ChoicesMeta):"], "success"
+    )
+    assert bare.step(saw=[0]).saw == list(bare.saw)

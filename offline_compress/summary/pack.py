@@ -19,8 +19,10 @@ adds; without one the pack is exactly the rule's.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -35,6 +37,8 @@ HEAD_BONUS = 1  # the first line of what a step ran is worth one name: what was 
 RECENCY = 0.95  # weight of a step = RECENCY ** (number of newer steps); chosen on the replay design split
 ELLIPSIS = "…"
 REPEAT_SAW_LINES = MAX_SAW_LINES  # distinct lines a run of repeated calls offers the packer, as one call does
+# A line of output that is only a path heads the lines after it (a search's or a viewer's file header)
+_PATH_LINE = re.compile(r"(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|[\w-]+\.[A-Za-z]\w{0,4}")
 
 
 class ScoresPieces(Protocol):
@@ -110,11 +114,12 @@ class Material:
     ) -> S.Step:
         """The step with the pieces at these positions (``ran=None``: all of it), cut to the schema's bounds."""
         ran_at = range(len(self.ran)) if ran is None else sorted(ran)
+        saw = _with_headers(self.saw, sorted(saw))
         return S.Step(
             said=clip(" ".join(self.said[i] for i in sorted(said)), S.MAX_SAID_CHARS),
             code=[clip(self.code[i].strip(), S.MAX_CODE_CHARS) for i in sorted(code)][: S.MAX_CODE_LINES],
             ran=clip(_with_gaps(self.ran, ran_at), S.MAX_RAN_CHARS),
-            saw=[clip(self.saw[i], S.MAX_SAW_CHARS) for i in sorted(saw)][: S.MAX_SAW_LINES],
+            saw=[clip(self.saw[i], S.MAX_SAW_CHARS) for i in saw][: S.MAX_SAW_LINES],
             outcome=self.outcome if self.outcome in ("success", "error", "partial") else "partial",
             times=min(self.times, S.MAX_STEP_TIMES),
         )
@@ -136,6 +141,34 @@ def collapse_repeats(material: Sequence[Material]) -> list[Material]:
         else:
             out.append(m)
     return out
+
+
+def _with_headers(lines: Sequence[str], chosen: Sequence[int]) -> list[int]:
+    """``chosen`` (sorted) with the path line that heads each chosen line, as long as the schema's bound on lines
+    allows: a line of code is read with the file it is from, even when that file's name shows elsewhere."""
+    if not chosen or len(chosen) >= S.MAX_SAW_LINES:
+        return list(chosen)
+    heads = _heads(tuple(lines))
+    out = set(chosen)
+    for i in chosen:
+        if len(out) >= S.MAX_SAW_LINES:
+            break
+        if heads[i] >= 0:
+            out.add(heads[i])
+    return sorted(out)
+
+
+@functools.lru_cache(maxsize=4096)
+def _heads(lines: tuple[str, ...]) -> tuple[int, ...]:
+    """For each line, the index of the path line above it that heads it (-1: none, or it is a path line)."""
+    out, last = [], -1
+    for k, line in enumerate(lines):
+        if _PATH_LINE.fullmatch(line):
+            out.append(-1)
+            last = k
+        else:
+            out.append(last)
+    return tuple(out)
 
 
 def _with_gaps(lines: Sequence[str], chosen: Sequence[int]) -> str:
