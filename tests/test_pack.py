@@ -188,3 +188,43 @@ def test_a_line_of_code_keeps_the_path_line_that_heads_it():
         "", [], "grep -rn ChoicesMeta .", ["62\tclass Choices(enum.Enum, metaclass=ChoicesMeta):"], "success"
     )
     assert bare.step(saw=[0]).saw == list(bare.saw)
+
+
+def test_an_edit_shows_the_new_text_of_a_changed_line_not_the_old():
+    # the old and the new line name the same things (a regex's quantifier changed): the reader must see what the
+    # file holds now; a removed line stays only for the names the new text no longer holds
+    edit = Material.of(
+        "",
+        [],
+        "\n".join(
+            [
+                "apply_patch src/textkit/slug.py",
+                "*** Update File: src/textkit/slug.py",
+                '-    return re.sub(r"[^a-z0-9]", "-", text.lower()).strip("-")',
+                '+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")',
+                "-    legacy_fold(text)",
+                "+    fold_case(text)",
+            ]
+        ),
+        [],
+        "success",
+    )
+    (step,) = pack([edit], 10_000, count)
+    lines = step.ran.split("\n")
+    assert '+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")' in lines
+    assert not any(ln.startswith("-    return") for ln in lines)
+    # legacy_fold is gone from the new text, so its removed line stays
+    assert "-    legacy_fold(text)" in lines and "+    fold_case(text)" in lines
+    # a diff in what a call printed reads the same way; '---' / '+++' file lines are not removed / added lines
+    diff = Material.of(
+        "",
+        [],
+        "git diff",
+        ["--- a/pkg/io.py", "+++ b/pkg/io.py", "-    open_stream(path, 'r')", "+    open_stream(path, 'rb')"],
+        "success",
+    )
+    (step,) = pack([diff], 10_000, count)
+    assert "+    open_stream(path, 'rb')" in step.saw and "-    open_stream(path, 'r')" not in step.saw
+    # a removed line with no added line beside it keeps its names
+    (step,) = pack([Material.of("", [], "Edit a.py\n- drop_me(x)", [], "success")], 10_000, count)
+    assert step.ran == "Edit a.py\n- drop_me(x)"

@@ -106,7 +106,7 @@ def test_each_item_is_one_message_and_the_callers_items_are_untouched():
     assert custom.type == "custom" and custom.function.arguments == "*** Begin Patch\n*** End Patch"
     assert messages[7].tool_call_id == "c2" and messages[7].text == "Done!"
     assert messages[8].text == "parts"
-    assert "re.sub" in messages[9].text
+    assert messages[9].text == "web search: re.sub"  # as a person reads it, not a JSON object
     assert messages[10].content == [{"type": "text", "text": "ok"}]
 
 
@@ -218,3 +218,22 @@ def test_a_whole_response_object_is_one_assistant_message():
     bad = {**response, "output": [_output("c1", "x")]}
     with pytest.raises(InputError, match=r"message 3.*output.*function_call_output"):
         parse_message(bad, index=3)
+
+
+def test_a_web_search_reads_as_a_search_not_a_json_object():
+    def text(action):
+        item = {"type": "web_search_call", "status": "completed"}
+        if action is not None:
+            item["action"] = action
+        (message,) = parse_messages([item])
+        return message.text
+
+    assert text({"type": "open_page", "url": "https://docs.python.org/3/library/re.html"}) == (
+        "web search: open https://docs.python.org/3/library/re.html"
+    )
+    assert text({"type": "find", "pattern": "re.sub", "url": "https://x.org/re"}) == (
+        "web search: find 're.sub' in https://x.org/re"
+    )
+    assert text({"type": "lookup", "term": "slugify"}) == "web search: lookup slugify"
+    assert text(None) == "web search"
+    assert not any("{" in text(a) for a in ({"type": "search"}, {"type": "search", "query": "a b"}, {}))

@@ -29,7 +29,8 @@ group them):
 * ``reasoning`` -> an assistant message whose content is the summary text, ``""`` when the summary is empty
   (encrypted-only reasoning): an empty string, not ``None``, so the rule "content is None and no tool_calls" is
   not broken and the item keeps its message;
-* ``web_search_call`` (a hosted tool: no output item follows) -> an assistant message naming the search.
+* ``web_search_call`` (a hosted tool: no output item follows) -> an assistant message naming the search as a
+  person reads it (``web search: QUERY``).
 
 Any other item ``type`` (``item_reference``, ``compaction``, hosted tools such as ``computer_call``, ...) is an
 ``InputError`` naming the index and the type: its content cannot be read offline.
@@ -331,15 +332,30 @@ def chat_message(item: Mapping[str, Any], *, index: int, source: str = "<message
     if kind == "reasoning":
         return {"role": "assistant", "content": _text_of(item.get("summary"))}
     if kind == "web_search_call":
-        action = item.get("action")
-        what = json.dumps(action, ensure_ascii=False, sort_keys=True) if action is not None else "{}"
-        return {"role": "assistant", "content": f"[web_search_call] {what}"}
+        return {"role": "assistant", "content": _web_search(item.get("action"))}
     raise InputError(
         f"unknown Responses item type {kind!r} (read: {', '.join(sorted(ITEM_TYPES))})",
         source=source,
         index=index,
         field="type",
     )
+
+
+def _web_search(action: Any) -> str:
+    """A hosted web search as a person reads it (``web search: QUERY``), never a bare JSON object."""
+    if not isinstance(action, Mapping):
+        return "web search"
+    what = action.get("type")
+    # The Responses actions: search {query}, open_page {url}, find {pattern, url}; any other, its scalar values
+    if what == "search" and action.get("query"):
+        return f"web search: {action['query']}"
+    if what == "open_page" and action.get("url"):
+        return f"web search: open {action['url']}"
+    if what == "find" and action.get("pattern"):
+        where = f" in {action['url']}" if action.get("url") else ""
+        return f"web search: find {action['pattern']!r}{where}"
+    values = [str(v) for k, v in action.items() if k != "type" and isinstance(v, (str, int, float)) and str(v)]
+    return " ".join(["web search:" if values else "web search", *([str(what)] if what else []), *values]).strip()
 
 
 def is_response(raw: Mapping[str, Any]) -> bool:

@@ -8,6 +8,8 @@ costs. Pieces are taken best first (the lazy greedy of budgeted coverage) until 
 that adds no name is not taken, except the first line of what a step ran: a step appears once any piece of it
 is taken, and always with that line (what was done), and a failed step's error line counts as a name (what not
 to repeat). Lines of a command that were left out show as ``…``, so the reader knows the command was longer.
+An edit's (or a diff's) removed line is worth only the names its added lines do not hold, so the new text is
+what a summary shows of a changed line.
 A work log within its budget is packed too, with room for all of it: only the pieces that add no name go (the
 summary pays for a name once; ``merge.fit``).
 
@@ -36,6 +38,9 @@ from . import schema as S
 HEAD_BONUS = 1  # the first line of what a step ran is worth one name: what was done
 RECENCY = 0.95  # weight of a step = RECENCY ** (number of newer steps); chosen on the replay design split
 ELLIPSIS = "…"
+# An edit's or a diff's lines (``- old`` / ``+ new``, a patch's ``-``/``+``; never its ``---``/``+++`` file lines)
+_ADDED = re.compile(r"\+(?!\+\+ )")
+_REMOVED = re.compile(r"-(?!-- )")
 REPEAT_SAW_LINES = MAX_SAW_LINES  # distinct lines a run of repeated calls offers the packer, as one call does
 # A line of output that is only a path heads the lines after it (a search's or a viewer's file header)
 _PATH_LINE = re.compile(r"(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|[\w-]+\.[A-Za-z]\w{0,4}")
@@ -237,13 +242,23 @@ def read(material: Sequence[Material], counter: CountsTokens, selector: ScoresPi
     costs = counter.count_texts(quoted)
     named: dict[str, frozenset[str]] = {}  # lines repeat (a script written twice): read each once
     out = _Read(material, [], {}, {}, counter.count_text(S.Step(ran="", outcome="success").model_dump_json()) + 1)
+    # A removed line is worth only the names its step's added lines do not hold: where the old and the new text
+    # name the same things, the summary shows what the file holds now, not what it held (a `-` line kept alone
+    # reads as the code that is there)
+    added: dict[tuple[int, str], frozenset[str]] = {}  # (step, kind) -> the names its added lines hold
+    for k, kind, pos, text, _ in slots:
+        if kind in ("ran", "saw") and not (kind == "ran" and pos == 0) and _ADDED.match(text):
+            added[k, kind] = added.get((k, kind), frozenset()) | names(text)
     for (k, kind, pos, text, bonus), cost in zip(slots, costs):
         if kind == "ran" and pos == 0:
             out.heads[k] = len(out.pieces)
         out.of_step.setdefault(k, []).append(len(out.pieces))
         if text not in named:
             named[text] = frozenset(names(text))
-        out.pieces.append(_Piece(k, kind, pos, text, named[text], cost + 1, bonus))
+        held = named[text]
+        if (k, kind) in added and _REMOVED.match(text):
+            held = held - added[k, kind]
+        out.pieces.append(_Piece(k, kind, pos, text, held, cost + 1, bonus))
     if selector is not None and out.pieces:
         n = len(material)
         views = [(p.kind, p.text, p.kind == "ran" and p.pos == 0, n - 1 - p.step) for p in out.pieces]
