@@ -243,6 +243,11 @@ CASES = [
     ("ls -la src/ 2>/dev/null", "ls", "src/", [], []),
     ("bash -c 'cat setup.cfg'", "cat", "setup.cfg", ["setup.cfg"], []),
     ("timeout 60 pytest -q tests/test_a.py 2>&1 | tail -n 20", "pytest", "tests/test_a.py", [], []),
+    # a loop is named by what it runs, not by its `done`
+    ('for f in /sys/rapl:*/name; do echo "$f: $(cat $f)"; done', "echo", "$f: $(cat $f)", [], []),
+    ("for f in a.py b.py; do sed -i 's/x/y/' $f; done", "sed", "$f", [], []),
+    ("if [ -f setup.cfg ]; then cat setup.cfg; fi", "cat", "setup.cfg", ["setup.cfg"], []),
+    ("ssh -o ConnectTimeout=10 -i key.pem root@10.0.0.2 uptime", "ssh", "root@10.0.0.2 uptime", [], []),
 ]
 
 

@@ -18,6 +18,9 @@ _NOISE = frozenset(
     "cd pushd popd export source . set unset true false : sleep clear exit wait { } then fi do done else "
     "if for while echo printf alias shopt ulimit".split()
 )
+# The shell's own syntax: never the name of a call while the line runs anything else (a `for` loop's `done`)
+_SYNTAX = frozenset("then fi do done else elif if for while until case esac in select function { } ! [[ ]]".split())
+_BODY_KEYWORDS = frozenset("do then else { !".split())
 _WRAPPERS = frozenset("sudo time nohup env command builtin exec stdbuf nice".split())
 _READERS = frozenset("cat head tail less more nl wc stat file strings xxd hexdump od bat view md5sum sha256sum".split())
 _SEARCHERS = frozenset("grep egrep fgrep rg ag ack".split())
@@ -40,6 +43,29 @@ _OPT_VALUES = {
     "sed": {"-e", "-f", "-l"},
     "pytest": {"-k", "-m", "-p", "-c", "-W", "-o", "-n", "--rootdir", "--deselect", "--ignore", "--tb"},
     "nl": {"-b", "-w", "-s", "-v", "-i", "-n"},
+    "ssh": {
+        "-b",
+        "-c",
+        "-D",
+        "-E",
+        "-e",
+        "-F",
+        "-I",
+        "-i",
+        "-J",
+        "-L",
+        "-l",
+        "-m",
+        "-O",
+        "-o",
+        "-p",
+        "-Q",
+        "-R",
+        "-S",
+        "-W",
+        "-w",
+    },
+    "scp": {"-c", "-D", "-F", "-i", "-J", "-l", "-o", "-P", "-S"},
 }
 SWE_EDIT_COMMANDS = frozenset({"edit", "insert", "append"})
 EDITOR_WRITE_COMMANDS = frozenset(
@@ -148,6 +174,8 @@ class _Analysis:
 
 def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
     words = list(s.words)
+    while words and words[0] in _BODY_KEYWORDS:
+        words.pop(0)  # `do sed -i ...`: a loop's or a branch's body is the command after the keyword
     while words and re.fullmatch(r"[A-Za-z_]\w*=.*", words[0], re.S):
         words.pop(0)  # VAR=value prefixes
     while words and (words[0] in _WRAPPERS or words[0] == "timeout"):
@@ -312,7 +340,8 @@ def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
         if sub in EDITOR_WRITE_COMMANDS:
             return _Analysis(prog, path, (), [path], 3)
         return _Analysis(prog, path, [path] if sub == "view" and looks_like_file(path) else [], (), weight)
-    pos = [a for a in args if not a.startswith("-")]
+    # an option's value is not what the call acts on, where the program's options are known (ssh -o X host)
+    pos = _positional(args, prog)[0] if prog in _OPT_VALUES else [a for a in args if not a.startswith("-")]
     return _Analysis(prog, " ".join(pos[:3]), redirect_reads, redirect_writes, weight)
 
 
@@ -423,7 +452,7 @@ def summarise_command(command: str, state: ShellState) -> tuple[str, str, list[s
         return "sh", "", [], [], True
     # The last of the heaviest parts names the call: an in-place edit beats a run, a run beats setup
     # (cd, echo) and pipe filters, and after writing a script the run that follows is the point.
-    best = max(range(len(parts)), key=lambda k: (parts[k].weight, k))
+    best = max(range(len(parts)), key=lambda k: (parts[k].weight, parts[k].tool not in _SYNTAX, k))
     main = parts[best]
     reads = [p for a in parts for p in a.reads]
     writes = [p for a in parts for p in a.writes]
