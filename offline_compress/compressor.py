@@ -34,7 +34,7 @@ from .secrets.summary import redact_summary
 from .summary import schema as S
 from .summary.draft import Draft, DraftTaskState, draft_json_schema, worst_case_tokens
 from .summary.ground import GroundingReport, SourceIndex
-from .summary.merge import Budget, Sources, merge
+from .summary.merge import Budget, Sources, merge_carried
 from .summary.message import parse_summary_message
 from .summary.prompt import closing, digest, fixed_prefix
 from .tokens.counter import default_counter
@@ -77,6 +77,8 @@ class CompressionResult(BaseModel):
     facts: Facts
     grounding: GroundingReport
     stats: CompressionStats
+    # what a hook's next compaction merges instead of ``context`` (``merge.merge_carried``); None: ``context``
+    carried: S.CompressedContext | None = None
 
 
 @dataclass(frozen=True)
@@ -327,8 +329,9 @@ class Compressor:
         report = GroundingReport()
         scorer = None if self.selector is None else self.selector.for_task(prepared.task)
         sources = Sources(facts, target, index, previous, prepared.kept_texts, scorer)
-        context = merge(sources, draft, report, stats, budget)
+        context, carried = merge_carried(sources, draft, report, stats, budget)
         context = redact_summary(context)  # one last pass over every string, tool names and paths included
+        # the carried document is never shown: what of it a later summary holds gets that summary's last pass
         stats.total_seconds = time.perf_counter() - start
         log.debug(
             "compressed messages [%d, %d) of %d in %.2f s (model %.2f s, %d prompt and %d generated tokens, "
@@ -342,7 +345,9 @@ class Compressor:
             stats.generated_tokens,
             len(report.dropped),
         )
-        return CompressionResult(context=context, facts=facts, grounding=report, stats=stats)
+        return CompressionResult(
+            context=context, facts=facts, grounding=report, stats=stats, carried=None if budget is None else carried
+        )
 
 
 def _grounding_index(target: list[Message], previous: S.CompressedContext | None) -> SourceIndex:

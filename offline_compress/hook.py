@@ -15,7 +15,8 @@ longer fits the window, and says so once (a WARNING, ``over_target`` in the metr
 at all holds it too. Compacting harder: the summary may be cut toward the target down to ``summary_keep_share`` of
 itself (default 1.0: not cut, measured in docs/replay.md), and, the last resort, the longest recent messages are cut
 (copies; the originals archived first) when the history would not fit the window (``summary.harder``). The next
-compaction merges the summary as it was before any cut: a cut fits one context, it does not forget.
+compaction merges the summary as it was before any cut, and with the lines left out for the kept messages
+(``CompressionResult.carried``): a cut fits one context, it does not forget.
 
 Background compaction (``soft_fraction``, off by default): the summary is built in a worker thread from the soft
 threshold on and swapped in when the trigger fires, if still exact (``summary.background``).
@@ -515,7 +516,7 @@ class CompactionHook:
             tokens_after=tokens_after,
             shortened=at,  # searched by recall like the replaced ones
         )
-        self.summary, self._merged = result.context, r.uncut or result.context
+        self.summary, self._merged = result.context, r.uncut or result.carried or result.context
         self.turns_since_last_compression = 0
         patches = tuple((k, parsed[k], new_history[i], r.parsed[i]) for k, i in zip(at, r.shortened))
         self._applied = [

@@ -173,7 +173,14 @@ def test_background_swap_is_exact(extractive_compressor, requests_history, tmp_p
     hook = CompactionHook(
         WINDOW, archive_path=database, compressor=extractive_compressor, soft_fraction=0.5, counter=counter
     )
-    steps = drive(hook, requests_history)
+    carried = []  # after each step: the summary the hook merges at its next compaction (CompressionResult.carried)
+
+    def step(live):
+        returned = hook.before_step(live)
+        carried.append(hook._merged)
+        return returned
+
+    steps = drive(hook, requests_history, call=step)
     swapped = [m for m in hook.metrics if m.background]
     assert swapped and all(m.outcome == "compacted" for m in swapped)
     archive = Archive(database)
@@ -205,7 +212,9 @@ def test_background_swap_is_exact(extractive_compressor, requests_history, tmp_p
             ).context
             assert summary_of(returned[head]) == expected.to_json() == record.summary
             assert len(given) > len(snapshot)  # messages arrived meanwhile, kept verbatim after the summary
-        previous = CompressedContext.model_validate_json(record.summary)
+        shown = CompressedContext.model_validate_json(record.summary)
+        previous = carried[k]  # the summary shown, with the lines it left out for the messages it kept
+        assert previous.user_constraints == shown.user_constraints
         compacted_at = k + 1
     archive.close()
     hook.close()

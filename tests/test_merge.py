@@ -4,6 +4,8 @@ support outside tool output (item 4)."""
 
 from __future__ import annotations
 
+import json
+
 from offline_compress.compressor import NO_DRAFT, CompressionStats
 from offline_compress.extract.constraints import Constraint
 from offline_compress.extract.facts import Facts
@@ -11,7 +13,7 @@ from offline_compress.extract.steps import WorkStep
 from offline_compress.summary import schema as S
 from offline_compress.summary.draft import Draft, DraftTaskState
 from offline_compress.summary.ground import GroundingReport, SourceIndex
-from offline_compress.summary.merge import TOOL_CALLS_SHARE, Budget, Sources, merge
+from offline_compress.summary.merge import TOOL_CALLS_SHARE, Budget, Sources, merge, merge_carried
 from offline_compress.tokens.counter import get_counter
 
 
@@ -113,9 +115,8 @@ def test_an_output_line_that_names_something_new_is_kept_under_the_budget():
     assert doc.work_log[0].saw == ["FAILED tests/test_a.py::test_b - KeyError: 'x'"]
 
 
-def test_names_the_kept_messages_hold_are_not_paid_for_twice():
-    count = get_counter().count_text
-    steps = [
+def _alpha_beta_steps():
+    return [
         WorkStep(
             call_index=1,
             said="`alpha_fn` is defined in `pkg/alpha.py`.",
@@ -131,7 +132,11 @@ def test_names_the_kept_messages_hold_are_not_paid_for_twice():
             outcome="success",
         ),
     ]
-    facts = Facts(steps=steps)
+
+
+def test_names_the_kept_messages_hold_are_not_paid_for_twice():
+    count = get_counter().count_text
+    facts = Facts(steps=_alpha_beta_steps())
     full = merge(Sources(facts, [], SourceIndex([])), NO_DRAFT, GroundingReport(), _stats())
     budget = count(full.to_json()) - 1  # one token short: something must go
     doc = merge(
@@ -144,6 +149,39 @@ def test_names_the_kept_messages_hold_are_not_paid_for_twice():
     text = doc.to_json()
     assert "beta_fn" in text and "gamma_fn" in text
     assert "pkg/alpha.py:10" not in text  # its names are all in the kept messages
+
+
+def test_a_line_left_out_for_a_kept_message_is_carried_to_the_next_compaction():
+    # the kept message is summarised at the next compaction, and its narrative is new: the summary that one merges
+    # must still hold the line left out for them, or its names are lost for good
+    sources = Sources(
+        Facts(steps=_alpha_beta_steps()), [], SourceIndex([]), kept_texts=["I am now editing pkg/alpha.py and alpha_fn"]
+    )
+    shown, carried = merge_carried(sources, NO_DRAFT, GroundingReport(), _stats(), Budget(10_000, get_counter()))
+
+    def log(doc):
+        return json.dumps([step.model_dump() for step in doc.work_log])
+
+    assert "pkg/alpha.py" not in log(shown)  # the kept message shows it now
+    assert "pkg/alpha.py" in log(carried)
+    assert [s.ran for s in carried.work_log] == [s.ran for s in shown.work_log]  # the same steps, fuller
+    later = merge(
+        Sources(Facts(), [], SourceIndex([]), carried, kept_texts=["Now on beta."]),
+        NO_DRAFT,
+        GroundingReport(),
+        _stats(),
+        Budget(10_000, get_counter()),
+    )
+    assert "pkg/alpha.py" in log(later)
+    # merging the summary shown instead, as before, had lost it
+    lost = merge(
+        Sources(Facts(), [], SourceIndex([]), shown, kept_texts=["Now on beta."]),
+        NO_DRAFT,
+        GroundingReport(),
+        _stats(),
+        Budget(10_000, get_counter()),
+    )
+    assert "pkg/alpha.py" not in lost.to_json()
 
 
 def test_an_instruction_found_only_in_tool_output_is_not_believed():

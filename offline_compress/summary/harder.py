@@ -133,7 +133,7 @@ def compact_harder(
         r = smaller
     if r is not first:
         cut_to = counter.count_text(r.result.context.to_json())
-        uncut = first.uncut or first.result.context
+        uncut = first.uncut or first.result.carried or first.result.context
         r = replace(r, harder=(f"summary cut from {size} to {cut_to} tokens",), uncut=uncut)
     if not shorten or fit_within is None or r.tokens_after <= fit_within:
         return r

@@ -127,6 +127,16 @@ def merge(
 ) -> S.CompressedContext:
     """Assemble the document: exact facts as they are, model items only where grounded, the previous
     summary's items first (a later compaction adds, it does not forget), then fit it to ``budget``."""
+    return merge_carried(sources, draft, report, stats, budget)[0]
+
+
+def merge_carried(
+    sources: Sources, draft: Draft, report: GroundingReport, stats: ClipCounter, budget: Budget | None = None
+) -> tuple[S.CompressedContext, S.CompressedContext]:
+    """``merge``'s document, and the one a later compaction merges instead (``carried``): fitted to the same budget,
+    but a work-log line whose names only the messages kept verbatim or the narrative show stays in it. Those go:
+    the kept messages are summarised at the next compaction, from their own lines, and its narrative is new; a
+    line left out for them would be lost for good (docs/replay.md, "What a later compaction merges")."""
     facts, compressed, index = sources.facts, sources.compressed, sources.index
     prev = sources.previous or S.CompressedContext()
     new = [c for c in (redact(c.text) for c in facts.constraint_candidates) if len(c) <= S.MAX_CONSTRAINT_CHARS]
@@ -195,11 +205,20 @@ def merge(
         work_log=[m.whole() for m in material],
     )
     if budget is None:
-        return doc
+        return doc, doc
     bound = budget.tokens if budget.constraint_tokens is None else budget.constraint_tokens
     doc = turns_within(doc, bound, budget.counter, stats)
     known = set().union(*(names(t) for t in sources.kept_texts)) if sources.kept_texts else set()
-    return fit(doc, budget, stats, known=known, material=material, selector=sources.selector)
+    shown = fit(doc, budget, stats, known=known, material=material, selector=sources.selector)
+    carried = fit(doc, budget, _Uncounted(), material=material, selector=sources.selector, lasting=True)
+    return shown, carried
+
+
+@dataclass
+class _Uncounted:
+    """Where the carried document's cuts are counted: not in the stats (they describe the summary shown)."""
+
+    clipped_items: int = 0
 
 
 def _cost(count_text: Any, item: Any) -> int:
@@ -215,6 +234,7 @@ def fit(
     known: set[str] | frozenset[str] = frozenset(),
     material: Sequence[Material] | None = None,
     selector: ScoresPieces | None = None,
+    lasting: bool = False,
 ) -> S.CompressedContext:
     """Cut ``doc`` to ``budget.tokens`` (see the module docstring for the order); a ``doc`` within it keeps the
     lines of its work log that add a name (``pack.py``) and all else. Over it: the tool-call entries keep the
@@ -223,7 +243,9 @@ def fit(
     completed items and the remaining tool calls go, oldest first. ``material``: the
     work log before any cut (default: ``doc``'s own). ``selector``: the work log's pieces scored by it (pack.py).
     Constraints and the remaining task are never dropped (``turns_within`` is what may split a long user turn,
-    before this), so a document can stay above the budget; the caller measures it. Every item dropped is counted."""
+    before this), so a document can stay above the budget; the caller measures it. Every item dropped is counted.
+    ``lasting``: a line adds a name unless what the next compaction keeps of this document shows it (not
+    ``known``, not the narrative; ``merge_carried``)."""
 
     budget_tokens, count_text = budget.tokens, budget.counter.count_text
     cost = functools.partial(_cost, count_text)
@@ -233,7 +255,7 @@ def fit(
         # Under the budget the work log keeps what adds a name, by the packer's own rule: a line whose names the
         # rest of the summary, the lines taken before it or the messages kept verbatim show already is not paid
         # for twice (chosen on the design splits, docs/replay.md "Lines that add no name").
-        known = set(known) | names(doc.model_copy(update={"work_log": []}).to_json())
+        known = _shown(doc.model_copy(update={"work_log": []}), known, lasting)
         work_log = pack(read(steps, budget.counter, selector), budget_tokens, budget.counter, known=known)
         stats.clipped_items += len(steps) - len(work_log)
         return doc.model_copy(update={"work_log": work_log})
@@ -275,16 +297,22 @@ def fit(
     if drop_oldest(("decisions",), total) <= budget_tokens - reserve:
         work_log = list(doc.work_log)
     else:
-        rest = build([]).to_json()
-        base = count_text(rest)
+        base = count_text(build([]).to_json())
         if base > budget_tokens - reserve:  # the rest alone is over: failed attempts and completed items go too
             base = drop_oldest(("failed_attempts", "completed"), base + reserve) - reserve
-            rest = build([]).to_json()
-        known = set(known) | names(rest)  # what the rest of the document says is not paid twice
+        known = _shown(build([]), known, lasting)  # what the rest of the document says is not paid twice
         work_log = _packed(read(steps, budget.counter, selector), budget_tokens - reserve, budget, known, build)
     stats.clipped_items += len(steps) - len(work_log)
     lists["tool_calls_summary"] = _uncovered_calls(calls, work_log, budget_tokens, count_text, build, cost, stats)
     return build(work_log)
+
+
+def _shown(rest: S.CompressedContext, known: set[str] | frozenset[str], lasting: bool) -> set[str]:
+    """The names a work-log line need not add: those of ``rest`` and ``known``; ``lasting``: of ``rest`` without
+    its narrative only."""
+    if lasting:
+        return names(rest.model_copy(update={"recent_narrative": ""}).to_json())
+    return set(known) | names(rest.to_json())
 
 
 def turns_within(
