@@ -165,23 +165,13 @@ def test_a_line_left_out_for_a_kept_message_is_carried_to_the_next_compaction():
     assert "pkg/alpha.py" not in log(shown)  # the kept message shows it now
     assert "pkg/alpha.py" in log(carried)
     assert [s.ran for s in carried.work_log] == [s.ran for s in shown.work_log]  # the same steps, fuller
-    later = merge(
-        Sources(Facts(), [], SourceIndex([]), carried, kept_texts=["Now on beta."]),
-        NO_DRAFT,
-        GroundingReport(),
-        _stats(),
-        Budget(10_000, get_counter()),
-    )
-    assert "pkg/alpha.py" in log(later)
-    # merging the summary shown instead, as before, had lost it
-    lost = merge(
-        Sources(Facts(), [], SourceIndex([]), shown, kept_texts=["Now on beta."]),
-        NO_DRAFT,
-        GroundingReport(),
-        _stats(),
-        Budget(10_000, get_counter()),
-    )
-    assert "pkg/alpha.py" not in lost.to_json()
+
+    def next_summary(previous):  # the next compaction: nothing new, its own kept message names other things
+        sources = Sources(Facts(), [], SourceIndex([]), previous, kept_texts=["Now on beta."])
+        return merge(sources, NO_DRAFT, GroundingReport(), _stats(), Budget(10_000, get_counter()))
+
+    assert "pkg/alpha.py" in log(next_summary(carried))
+    assert "pkg/alpha.py" not in next_summary(shown).to_json()  # merging the summary shown, as before, lost it
 
 
 def test_an_instruction_found_only_in_tool_output_is_not_believed():
