@@ -355,7 +355,8 @@ def _web_search(action: Any) -> str:
         where = f" in {action['url']}" if action.get("url") else ""
         return f"web search: find {action['pattern']!r}{where}"
     values = [str(v) for k, v in action.items() if k != "type" and isinstance(v, (str, int, float)) and str(v)]
-    return " ".join(["web search:" if values else "web search", *([str(what)] if what else []), *values]).strip()
+    kind = [str(what)] if what else []
+    return " ".join(["web search:", *kind, *values]) if values else " ".join(["web search", *kind])
 
 
 def is_response(raw: Mapping[str, Any]) -> bool:

@@ -244,8 +244,8 @@ def fit(
     work log before any cut (default: ``doc``'s own). ``selector``: the work log's pieces scored by it (pack.py).
     Constraints and the remaining task are never dropped (``turns_within`` is what may split a long user turn,
     before this), so a document can stay above the budget; the caller measures it. Every item dropped is counted.
-    ``lasting``: a line adds a name unless what the next compaction keeps of this document shows it (not
-    ``known``, not the narrative; ``merge_carried``)."""
+    ``lasting``: the narrative does not count among what shows a name (the next compaction writes it anew;
+    ``merge_carried``, which gives no ``known`` either)."""
 
     budget_tokens, count_text = budget.tokens, budget.counter.count_text
     cost = functools.partial(_cost, count_text)
@@ -308,10 +308,10 @@ def fit(
 
 
 def _shown(rest: S.CompressedContext, known: set[str] | frozenset[str], lasting: bool) -> set[str]:
-    """The names a work-log line need not add: those of ``rest`` and ``known``; ``lasting``: of ``rest`` without
-    its narrative only."""
+    """The names a work-log line need not add: those of ``known`` and of ``rest`` (``lasting``: not of its narrative,
+    which the next compaction writes anew)."""
     if lasting:
-        return names(rest.model_copy(update={"recent_narrative": ""}).to_json())
+        rest = rest.model_copy(update={"recent_narrative": ""})
     return set(known) | names(rest.to_json())
 
 
