@@ -1,4 +1,4 @@
-"""``python -m evaluation eval|bench|reliability|ab-replay|ab-fits|ab|load-test``: the evaluation and the benchmarks, run from a
+"""``python -m evaluation eval|bench|reliability|ab-replay|ab-fits|ab-contexts|ab|load-test``: the evaluation and the benchmarks, run from a
 checkout (they read its fixtures, ``eval/`` and ``../shared``; none of it is in the wheel).
 
 Errors in the input or the model files print one line to stderr and exit with status 2, as ``offline-compress``
@@ -14,6 +14,7 @@ from offline_compress.errors import OfflineCompressError, one_line
 from .ab_live import add_ab_parser
 from .bench import add_bench_parser
 from .bench_reliability import add_reliability_parser
+from .contexts import add_ab_contexts_parser
 from .fitting import add_ab_fits_parser
 from .load import add_load_test_parser
 from .replay import add_ab_replay_parser
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_reliability_parser(sub)
     add_ab_replay_parser(sub)
     add_ab_fits_parser(sub)
+    add_ab_contexts_parser(sub)
     add_ab_parser(sub)
     add_load_test_parser(sub)
     return parser

@@ -29,7 +29,12 @@ from offline_compress.errors import InputError, OfflineCompressError
 from offline_compress.files import find_history_files as find_files
 from offline_compress.files import history_name as trajectory_name
 from offline_compress.history.messages import Message, as_messages
-from offline_compress.hook import DEFAULT_SUMMARY_FRACTION, DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_RATIO
+from offline_compress.hook import (
+    DEFAULT_SUMMARY_FRACTION,
+    DEFAULT_SUMMARY_MAX_TOKENS,
+    DEFAULT_SUMMARY_RATIO,
+    DEFAULT_SUMMARY_ROOM,
+)
 
 from . import probes as P
 from .strategies import FAST_STRATEGIES, HOOKED, STRATEGIES, Context, HookReplay, full, mask, truncate
@@ -661,6 +666,7 @@ def cmd_ab_replay(args: argparse.Namespace) -> int:
             "summary_fraction": args.summary_fraction,
             "summary_max_tokens": args.summary_max_tokens,
             "summary_ratio": args.summary_ratio,
+            "summary_room": args.summary_room,
         },
     )
     report = run_replay(args.paths, split=args.split, limit=args.limit, replayer=replayer)
@@ -742,6 +748,14 @@ def add_ab_replay_parser(sub: Any) -> argparse.ArgumentParser:
         default=DEFAULT_SUMMARY_RATIO,
         help="the hook's summary_ratio: the budget as a share of the tokens the summary replaces (default "
         f"{DEFAULT_SUMMARY_RATIO}, the hook's own; 'none': the fixed budget)",
+    )
+    p.add_argument(
+        "--summary-room",
+        type=float,
+        default=DEFAULT_SUMMARY_ROOM,
+        help="the hook's summary_room: the summary's room under the trigger, as a share of the window, before the "
+        f"recent messages give way to it (default {DEFAULT_SUMMARY_ROOM}, the hook's own; 0: they give way only "
+        "when the history would not fit the window)",
     )
     p.add_argument("--model", help="compressor model (manifest name or .gguf; default the embedded Gemma)")
     p.add_argument("--threads", type=int, default=None)

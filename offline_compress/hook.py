@@ -14,9 +14,11 @@ below the trigger's 60%) holds the trigger until the history grows by the trigge
 longer fits the window, and says so once (a WARNING, ``over_target`` in the metrics); a firing that cannot compact
 at all holds it too. Compacting harder: the summary may be cut toward the target down to ``summary_keep_share`` of
 itself (default 1.0: not cut, measured in docs/replay.md), and, the last resort, the longest recent messages are cut
-(copies; the originals archived first) when the history would not fit the window (``summary.harder``). The next
-compaction merges the summary as it was before any cut, and with the lines left out for the kept messages
-(``CompressionResult.carried``): a cut fits one context, it does not forget.
+(copies; the originals archived first) when the history would not fit the window (``summary.harder``). Before
+that, the recent messages make room for the summary (``summary_room``): the oldest of them are summarised too, and
+tool outputs among them cut, rather than the summary cut below that room. The next compaction merges the summary as
+it was before any cut, and with the lines left out for the kept messages (``CompressionResult.carried``), and reads
+a recent message that was cut whole (``history.applied.uncut``): a cut fits one context, it does not forget.
 
 Background compaction (``soft_fraction``, off by default): the summary is built in a worker thread from the soft
 threshold on and swapped in when the trigger fires, if still exact (``summary.background``).
@@ -39,7 +41,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -48,7 +49,7 @@ from .archive.recall import recall_tool as archive_recall_tool
 from .archive.store import Archive, RecallHit, database_path
 from .compressor import DEFAULT_KEEP_LAST, CompressionResult, Compressor, default_compressor
 from .errors import InputError
-from .history.cut import starts_with
+from .history.applied import Applied, reapply, remember, uncut
 from .history.guard import Guard
 from .history.messages import Message, MessageCache, as_messages, parse_message
 from .history.plan import Plan, plan_compaction
@@ -72,23 +73,13 @@ DEFAULT_SUMMARY_FRACTION = 0.35  # chosen on the replay A/B design split (docs/r
 DEFAULT_SUMMARY_MAX_TOKENS = 4608  # the budget's floor (and the cap of the fixed budget, summary_ratio=None)
 DEFAULT_SUMMARY_RATIO = 0.4
 HEAD_NOTE = "The messages before this summary (the instructions and the task) are kept verbatim."
-REPLAYABLE = 8  # recent compactions a history that extends their input is matched against
 # After a compaction the history holds at most this share of the window (issue 21): the trigger's 60% is then a tenth
 # of the window away, so the steps after a compaction do not fire it again; the SDK's own condenser aims at half too.
 DEFAULT_TARGET_FRACTION = 0.5
-
-
-@dataclass(frozen=True)
-class _Applied:
-    """A compaction the hook returned: its input's first ``cut`` messages, and what replaced ``[head, cut)``."""
-
-    prefix: list[Message]
-    head: int
-    cut: int
-    message: dict[str, Any]
-    parsed_message: Message
-    number: int
-    patches: tuple[tuple[int, Message, Any, Message], ...] = ()  # recent messages cut: (index, original, new, parsed)
+# The summary's room under the trigger, as a share of the window, before the recent messages give way to it (the
+# oldest of them summarised too, then tool outputs among them cut): chosen on both corpora's design splits
+# (docs/replay.md, "Room for the summary"); 0 keeps every recent message whole unless the history would not fit.
+DEFAULT_SUMMARY_ROOM = 0.2
 
 
 def _as_list(messages: Any) -> list[Any]:
@@ -115,6 +106,11 @@ class CompactionHook:
     ``summary_ratio=None``: the older fixed budget, the window's share up to ``summary_max_tokens``. What does not
     fit is dropped (the work log line by line by what each line adds, ``pack.py``), counted in the metrics, and
     stays in the archive. A user turn of 2,000+ characters stays whole while the constraints fit that share.
+    ``summary_room``: the share of the window the summary keeps under the trigger before the recent messages give
+    way (default 0.2): while the head and the last ``keep_last`` messages would leave it less, the oldest of those
+    are summarised too (down to the last message and its call, never past a user's own turn), then the tool outputs
+    among them are cut (copies) before the summary is cut below that room; 0: recent messages are cut only when
+    the history would not fit the window. A later summary reads a cut message whole.
     ``soft_fraction``: start building the summary in a worker thread once the history uses more than this share
     of the window (below the trigger's ``token_fraction``), and swap it in when the trigger fires; ``None``
     (default): off, the summary is built when the trigger fires.
@@ -147,6 +143,7 @@ class CompactionHook:
         on_compaction: Listener | Sequence[Listener] | None = None,
         target_fraction: float = DEFAULT_TARGET_FRACTION,
         summary_keep_share: float = KEEP_SHARE,
+        summary_room: float = DEFAULT_SUMMARY_ROOM,
     ) -> None:
         if summary_role not in ("system", "user"):
             raise ValueError(f"summary_role must be 'system' or 'user', got {summary_role!r}")
@@ -168,6 +165,8 @@ class CompactionHook:
         self.summary_keep_share = summary_keep_share
         if not 0 < target_fraction <= 1:
             raise ValueError(f"target_fraction must be in (0, 1], got {target_fraction}")
+        if not 0 <= summary_room < trigger.token_fraction:
+            raise ValueError(f"summary_room must be in [0, {trigger.token_fraction}), got {summary_room}")
         listeners = [] if on_compaction is None else [on_compaction] if callable(on_compaction) else list(on_compaction)
         for listener in listeners:
             if not callable(listener) or inspect.iscoroutinefunction(listener):
@@ -210,11 +209,13 @@ class CompactionHook:
         self.target_fraction = target_fraction
         self.guard = Guard(model_max_tokens, target_fraction, trigger.token_fraction)
         self.target_tokens = self.guard.target_tokens
+        self.trigger_tokens = int(trigger.token_fraction * model_max_tokens)
+        self.summary_room, self.room_tokens = summary_room, int(summary_room * model_max_tokens)
         self._messages = MessageCache()
         self._empty_summary_tokens: int | None = None
         self._lock = threading.RLock()  # one step or compaction of this hook at a time (listeners may re-enter)
         self._open_lock = threading.Lock()  # lazy archive and worker threads
-        self._applied: list[_Applied] = []
+        self._applied: list[Applied] = []
         self._step_worker: ThreadPoolExecutor | None = None  # runs abefore_step / acompact
         self._background_summary = Background(f"offline-compress-summary-{self.session[:8]}")
 
@@ -281,7 +282,7 @@ class CompactionHook:
         with self._lock:
             originals = _as_list(messages)
             parsed = self._messages.parse(originals)
-            originals, parsed = self._replay(originals, parsed)
+            originals, parsed = reapply(self._applied, originals, parsed)
             selector = getattr(self._compressor, "selector", None)
             if selector is not None:  # new messages scored in a worker while the agent's own model call runs
                 selector.observe(parsed)
@@ -337,25 +338,6 @@ class CompactionHook:
 
     # ------------------------------------------------------------------------------------- compaction
 
-    def _replay(self, originals: list[Any], parsed: list[Message]) -> tuple[list[Any], list[Message]]:
-        """A history that starts with the messages a recent compaction replaced gets that compaction's result
-        (and so on, in order), instead of a second summary of the same messages."""
-        for applied in self._applied:
-            if starts_with(parsed, applied.prefix):
-                log.debug(
-                    "history of %d messages extends the input of compaction %d: its summary is reused",
-                    len(parsed),
-                    applied.number,
-                )
-                h, c = applied.head, applied.cut
-                recent, recent_parsed = list(originals[c:]), list(parsed[c:])
-                for i, original, new, new_parsed in applied.patches:
-                    if i - c < len(recent) and recent_parsed[i - c] == original:
-                        recent[i - c], recent_parsed[i - c] = new, new_parsed
-                originals = [*originals[:h], applied.message, *recent]
-                parsed = [*parsed[:h], applied.parsed_message, *recent_parsed]
-        return originals, parsed
-
     # ------------------------------------------------------------------------------------- the loop guard
 
     def held(self, parsed: Sequence[Message], tokens: int) -> bool:
@@ -376,10 +358,13 @@ class CompactionHook:
         def rebuild(result: CompressionResult) -> Replacement:
             return self._replacement(originals, r.plan, result, r.tokens_before)
 
-        window = self.model_max_tokens - 1
-        aims = [self.target_tokens, int(self.trigger.token_fraction * self.model_max_tokens)]
+        window, aims, share = (
+            self.model_max_tokens - 1,
+            [self.target_tokens, self.trigger_tokens],
+            self.summary_keep_share,
+        )
         out = compact_harder(
-            r, rebuild, self.counter, aims, fit_within=window, shorten=shorten, keep_share=self.summary_keep_share
+            r, rebuild, self.counter, aims, fit_within=window, shorten=shorten, keep_share=share, room=self.room_tokens
         )
         if must_shrink and out.tokens_after >= r.tokens_before:
             # the history must shrink: a long user turn may give way to its sentences too
@@ -387,7 +372,10 @@ class CompactionHook:
         return out
 
     def _plan(self, parsed: list[Message]) -> Plan:
-        return plan_compaction(parsed, self.keep_first, self.keep_last)
+        if not self.room_tokens:
+            return plan_compaction(parsed, self.keep_first, self.keep_last)
+        counts, kept = self.counter.message_counts(parsed), self.trigger_tokens - self.room_tokens
+        return plan_compaction(parsed, self.keep_first, self.keep_last, counts=counts, kept_tokens=kept)
 
     def _why_not(self, parsed: list[Message], plan: Plan) -> str:
         """Why nothing can be compressed under ``plan``, or ""."""
@@ -411,6 +399,7 @@ class CompactionHook:
         return summary_budget(region, self.model_max_tokens, fraction=fraction, floor=floor, ratio=ratio)
 
     def _summarise(self, parsed: list[Message], plan: Plan, previous: CompressedContext | None) -> CompressionResult:
+        parsed = uncut(self._applied, parsed, plan.region)  # recent messages an earlier compaction cut, whole
         budget, bound = self.summary_budget_for(parsed, plan), self.constraint_tokens
         return self.compressor.compress_detailed(
             parsed, plan=plan, previous=previous, summary_tokens=budget, counter=self.counter, constraint_tokens=bound
@@ -519,11 +508,9 @@ class CompactionHook:
         self.summary, self._merged = result.context, r.uncut or result.carried or result.context
         self.turns_since_last_compression = 0
         patches = tuple((k, parsed[k], new_history[i], r.parsed[i]) for k, i in zip(at, r.shortened))
-        self._applied = [
-            *self._applied[-(REPLAYABLE - 1) :],
-            _Applied(parsed[:cut], head, cut, message, parse_message(message, index=head), compaction, patches),
-        ]
-        above = tokens_after > self.trigger.token_fraction * self.model_max_tokens
+        applied = Applied(parsed[:cut], head, cut, message, parse_message(message, index=head), compaction, patches)
+        self._applied = remember(self._applied, applied)
+        above = tokens_after > self.trigger_tokens
         over = tokens_after > self.target_tokens
         limit = self.guard.set(r.parsed, tokens_after) if over else self.guard.release()
         metrics = CompactionMetrics(
@@ -587,7 +574,7 @@ class CompactionHook:
         if result is None:
             return None
         r = self._replacement(originals, job.plan, result, tokens_before)  # as built: exactly its snapshot's summary
-        if r.tokens_after >= tokens_before or r.tokens_after > self.trigger.token_fraction * self.model_max_tokens:
+        if r.tokens_after >= tokens_before or r.tokens_after > self.trigger_tokens:
             log.debug(
                 "background summary dropped: the swapped history would hold %d tokens (%d before), too many "
                 "messages arrived since its snapshot at %d tokens",

@@ -23,6 +23,7 @@ from offline_compress import CompactionHook, Compressor
 from offline_compress.archive.store import Archive
 from offline_compress.history.cut import cut_index
 from offline_compress.history.messages import as_messages
+from offline_compress.history.plan import plan_compaction
 from offline_compress.summary.message import SUMMARY_PREFIX
 from offline_compress.summary.schema import CompressedContext
 from offline_compress.tokens.counter import TokenCounter, get_counter
@@ -193,22 +194,36 @@ def test_background_swap_is_exact(extractive_compressor, requests_history, tmp_p
         number = max(r.compaction for r in records.values() if archive.restore(r.compaction, hook.session) == given)
         record, metric = records[number], hook.metrics[[m.compaction for m in hook.metrics].index(number)]
         head, cut = record.head, record.cut
-        # nothing lost, nothing twice: what was returned plus what was archived as replaced is what was given
-        assert returned[:head] == given[:head] and returned[head + 1 :] == given[cut:]
+        # nothing lost, nothing twice: what was returned plus what was archived as replaced is what was given; a
+        # recent message the compaction cut (to leave the summary its room) is a copy of it with the cut said
+        recent, kept_given = returned[head + 1 :], given[cut:]
+        assert returned[:head] == given[:head] and len(recent) == len(kept_given)
+        cut_here = [i for i, (a, b) in enumerate(zip(recent, kept_given)) if a is not b]
+        assert len(cut_here) == metric.shortened
+        for i in cut_here:
+            assert recent[i]["role"] == kept_given[i]["role"] and "characters cut here" in recent[i]["content"]
+            assert len(recent[i]["content"]) < len(kept_given[i]["content"])
         replaced = [m for _, m in archive.replaced(number, hook.session)]
-        assert replaced == given[head:cut]
-        kept = [id(m) for m in returned if m is not returned[head]]
+        assert replaced == given[head:cut] and archive.restore(number, hook.session) == given
+        kept = [id(kept_given[i - head - 1]) if i - head - 1 in cut_here else id(m) for i, m in enumerate(returned)]
+        kept.pop(head)  # the summary
         assert Counter(kept + [id(m) for m in given[head:cut]]) == Counter(id(m) for m in given)
         if metric.background:
-            # the summary describes exactly [head, cut) of the snapshot taken at the soft threshold
+            # the summary describes exactly [head, cut) of the snapshot taken at the soft threshold (the plan of
+            # the hook's rule: the last keep_last messages, fewer where they would leave the summary less room)
             snapshot = next(g for g, _ in steps[compacted_at:k] if counter.count(as_messages(g)) > 0.5 * WINDOW)
-            assert given[: len(snapshot)] == snapshot and cut == cut_index(as_messages(snapshot), hook.keep_last)
+            parsed = as_messages(snapshot)
+            plan = plan_compaction(
+                parsed,
+                None,
+                hook.keep_last,
+                counts=counter.message_counts(parsed),
+                kept_tokens=int(0.6 * WINDOW) - int(0.2 * WINDOW),
+            )
+            assert given[: len(snapshot)] == snapshot and (head, cut) == (plan.head, plan.cut)
+            assert cut >= cut_index(parsed, hook.keep_last)
             expected = extractive_compressor.compress_detailed(
-                snapshot,
-                keep_last=hook.keep_last,
-                keep_first=head,
-                previous=previous,
-                summary_tokens=hook.summary_tokens,
+                snapshot, plan=plan, previous=previous, summary_tokens=hook.summary_tokens
             ).context
             assert summary_of(returned[head]) == expected.to_json() == record.summary
             assert len(given) > len(snapshot)  # messages arrived meanwhile, kept verbatim after the summary

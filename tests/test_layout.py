@@ -176,11 +176,21 @@ def test_the_user_cli_keeps_only_what_a_user_runs() -> None:
     from evaluation.__main__ import build_parser as evaluation_parser
 
     sub = next(a for a in evaluation_parser()._actions if a.dest == "command")
-    assert set(sub.choices) == {"eval", "bench", "ab-replay", "ab-fits", "ab", "load-test", "reliability"}
+    assert set(sub.choices) == {
+        "eval",
+        "bench",
+        "ab-replay",
+        "ab-fits",
+        "ab-contexts",
+        "ab",
+        "load-test",
+        "reliability",
+    }
 
 
 def test_the_scoring_modules_import_neither_the_extractor_nor_the_compressors_checks() -> None:
     modules = ["summary_eval", "scoring", "reference", "grounding", "canaries", "probes", "fitting", "selector_labels"]
+    modules.append("contexts")
     loaded = modules_after("\n".join(f"import evaluation.{m}" for m in modules))
     forbidden = {m for m in loaded if m == "offline_compress.extract" or m.startswith("offline_compress.extract.")}
     forbidden |= loaded & {

@@ -4,7 +4,8 @@
 
     [0, head)        kept verbatim before the summary (the system prompt and the task, by default)
     [head, cut)      replaced by the summary; an earlier summary of ours in there (``previous_at``) is merged
-    [cut, n)         kept verbatim after it (the last ``keep_last`` messages and the tool results they need)
+    [cut, n)         kept verbatim after it (the last ``keep_last`` messages and the tool results they need;
+                     fewer when they would leave the summary too little room, ``kept_tokens``)
 
 The cut never separates an assistant tool call from its results (``cut.py``)."""
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 from ..summary.message import find_previous_summary, is_summary_message
 from ..summary.schema import CompressedContext
+from .conventions import is_tool_output
 from .cut import cut_index, head_end
 from .messages import Message
 
@@ -37,13 +39,31 @@ class Plan:
 
 
 def plan_compaction(
-    messages: Sequence[Message], keep_first: int | None = None, keep_last: int = DEFAULT_KEEP_LAST
+    messages: Sequence[Message],
+    keep_first: int | None = None,
+    keep_last: int = DEFAULT_KEEP_LAST,
+    *,
+    counts: Sequence[int] | None = None,
+    kept_tokens: int | None = None,
 ) -> Plan:
     """The plan for ``messages``. ``keep_first``: ``None`` keeps the leading system/developer messages and the
     first user message (the task); an int keeps that many first messages; 0 summarises from the start. The head
-    stops before an earlier summary of ours, which is replaced (merged), never kept."""
+    stops before an earlier summary of ours, which is replaced (merged), never kept.
+
+    ``kept_tokens`` (with ``counts``, the tokens of each message): the head and the recent messages together hold
+    at most this many, as far as moving the cut allows: while they hold more, the oldest of the last
+    ``keep_last`` messages are summarised too, down to the last one and the call it answers, and never past a
+    user's own turn (it stays verbatim). The room this leaves is the summary's (``CompactionHook.summary_room``)."""
     head = head_end(messages, keep_first, is_summary=is_summary_message)
     cut = cut_index(messages, keep_last)
+    if counts is not None and kept_tokens is not None:
+        bound, keep = kept_tokens - sum(counts[:head]), keep_last
+        while keep > 1 and sum(counts[cut:]) > bound:
+            keep -= 1
+            later = cut_index(messages, keep)
+            if any(messages[i].role == "user" and not is_tool_output(messages, i) for i in range(cut, later)):
+                break
+            cut = max(cut, later)
     previous, at = find_previous_summary(messages[:cut], head) if cut > head else (None, None)
     return Plan(head=head, cut=cut, previous=previous, previous_at=at)
 

@@ -100,20 +100,27 @@ def caps(counts: Sequence[int], candidates: Sequence[int], excess: int) -> int |
 
 
 def shorten_recent(
-    history: Sequence[Any], parsed: Sequence[Message], start: int, aim: int, counter: CountsTokens
+    history: Sequence[Any],
+    parsed: Sequence[Message],
+    start: int,
+    aim: int,
+    counter: CountsTokens,
+    *,
+    thoughts: bool = True,
 ) -> tuple[list[Any], list[Message], int, list[int]]:
     """``history`` (``parsed``: the same, parsed) with its messages from ``start`` on cut until it holds at most
-    ``aim`` tokens, or as close as cutting gets: the assistant's thoughts first, then tool outputs (never anything
+    ``aim`` tokens, or as close as cutting gets: the assistant's thoughts first (unless ``thoughts`` is false:
+    they are then never cut), then tool outputs (never anything
     before ``start``, never a user's own message). Each cut is made from the original text (a second round cuts
     the original shorter, not the cut). Returns the new history, parsed, its tokens, and the indices cut."""
     out, out_parsed = list(history), list(parsed)
     tokens, cut = counter.count(list(out_parsed)), set()
-    for thoughts in (True, False):
+    for of_thoughts in (True, False) if thoughts else (False,):
         wanted = [
             i
             for i in range(start, len(out))
             if text_chars(history[i])
-            and (out_parsed[i].role == "assistant" if thoughts else is_tool_output(out_parsed, i))
+            and (out_parsed[i].role == "assistant" if of_thoughts else is_tool_output(out_parsed, i))
         ]
         for _ in range(3):  # characters per token are estimated: recount and cut again
             counts = counter.message_counts(out_parsed)

@@ -13,6 +13,7 @@ step is kept only if the history gets smaller; what was done is said in ``Replac
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -88,6 +89,7 @@ def compact_harder(
     floor: int | None = None,
     keep_share: float = KEEP_SHARE,
     constraint_tokens: int | None = None,
+    room: int = 0,
 ) -> Replacement:
     """``r`` compacted harder. When ``shorten`` and the history would hold more than ``fit_within`` even with the
     summary at ``FLOOR_TOKENS`` (no ``floor`` given), the recent messages are cut first toward the last aim (then
@@ -95,11 +97,13 @@ def compact_harder(
     budget is cut (never below ``floor``; by default ``keep_share`` of the summary, at least ``FLOOR_TOKENS``; over
     the last aim, the trigger, only as far as getting under it needs, unless a cut down to ``keep_share`` reaches
     the first aim) as far as the first of ``aims`` (tokens of the history) that cutting it can reach, and no
-    further; when none can be reached, to the floor (as close as it gets). Then, the last resort, if ``shorten`` and
-    the history still holds more than ``fit_within`` (it would not fit), its recent messages are cut toward the
-    first aim. ``rebuild``: the replacement for another result of the same plan. ``constraint_tokens``: as for
-    ``refit``."""
-    plan, start = r.plan, r.plan.head + 1
+    further; when none can be reached, to the floor (as close as it gets). Before the summary is cut below
+    ``room`` tokens to get under the last aim (``shorten`` only), the tool outputs among the recent messages are
+    cut as far as leaving it that room needs. Then, the last resort, if ``shorten`` and the history still holds
+    more than ``fit_within`` (it would not fit), its recent messages are cut toward the first aim (from their
+    original text). ``rebuild``: the replacement for another result of the same plan. ``constraint_tokens``: as
+    for ``refit``."""
+    plan, start, given = r.plan, r.plan.head + 1, r
     size = counter.count_text(r.result.context.to_json())
     if r.tokens_after <= aims[0]:
         return r
@@ -112,6 +116,15 @@ def compact_harder(
             cut_first = _shortened(r, start, aim, counter)
             if cut_first.tokens_after <= aims[-1]:
                 return cut_first
+    keep = min(size, room)
+    if shorten and keep > FLOOR_TOKENS and floor is None and r.tokens_after - (size - keep) > aims[-1]:
+        # the summary would be cut below its room to get under the trigger: the tool outputs among the recent
+        # messages give way first, as far as leaving it that room needs (the agent's thoughts stay whole)
+        r = _shortened(r, start, aims[-1] + size - keep, counter, thoughts=False)
+        if r.tokens_after <= aims[0]:
+            return r
+        if r.shortened:  # a summary cut below keeps these cut messages
+            rebuild = functools.partial(_with_recent, rebuild, r, counter)
     if floor is None and r.tokens_after > aims[-1]:
         # over the last aim (the trigger: it would fire again at the next step): the summary is cut as far as
         # getting under it needs, no further, unless a cut down to keep_share of it reaches the first aim
@@ -134,16 +147,42 @@ def compact_harder(
     if r is not first:
         cut_to = counter.count_text(r.result.context.to_json())
         uncut = first.uncut or first.result.carried or first.result.context
-        r = replace(r, harder=(f"summary cut from {size} to {cut_to} tokens",), uncut=uncut)
+        r = replace(r, harder=(*r.harder, f"summary cut from {size} to {cut_to} tokens"), uncut=uncut)
     if not shorten or fit_within is None or r.tokens_after <= fit_within:
         return r
-    return _shortened(r, start, aims[0], counter)
+    return _shortened(r, start, aims[0], counter, source=given)
 
 
-def _shortened(r: Replacement, start: int, aim: int, counter: CountsTokens) -> Replacement:
-    """``r`` with its recent messages (from ``start`` on) cut toward ``aim`` tokens (``shorten_recent``); ``r``
-    itself when that saves nothing."""
-    history, parsed, tokens, cut = shorten_recent(r.history, r.parsed, start, aim, counter)
+def _with_recent(
+    rebuild: Callable[[CompressionResult], Replacement],
+    donor: Replacement,
+    counter: CountsTokens,
+    result: CompressionResult,
+) -> Replacement:
+    """``rebuild(result)`` with the recent messages of ``donor`` (the copies a cut made, and what it says of them)."""
+    r, start = rebuild(result), donor.plan.head + 1
+    history, parsed = [*r.history[:start], *donor.history[start:]], (*r.parsed[:start], *donor.parsed[start:])
+    tokens = counter.count(list(parsed))
+    return replace(
+        r, history=history, parsed=parsed, tokens_after=tokens, harder=donor.harder, shortened=donor.shortened
+    )
+
+
+def _shortened(
+    r: Replacement,
+    start: int,
+    aim: int,
+    counter: CountsTokens,
+    *,
+    thoughts: bool = True,
+    source: Replacement | None = None,
+) -> Replacement:
+    """``r`` with its recent messages (from ``start`` on) cut toward ``aim`` tokens (``shorten_recent``; the
+    assistant's thoughts too, unless ``thoughts`` is false), from the recent messages of ``source`` (the ones
+    before any cut; default ``r``'s own); ``r`` itself when that saves nothing."""
+    base = source or r
+    history, parsed = [*r.history[:start], *base.history[start:]], [*r.parsed[:start], *base.parsed[start:]]
+    history, parsed, tokens, cut = shorten_recent(history, parsed, start, aim, counter, thoughts=thoughts)
     if not cut or tokens >= r.tokens_after:
         return r
     what = f"{len(cut)} recent message{'s' if len(cut) > 1 else ''} cut"
