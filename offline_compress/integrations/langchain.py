@@ -122,7 +122,7 @@ class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     and ``SummarizationMiddleware`` offers none). ``session_prefix``: archive sessions are ``session_prefix +
     thread_id``. Other keyword arguments go to each ``CompactionHook`` (``archive_path``, ``compressor``,
     ``keep_last``, ``keep_first``, ``trigger``, ``counter``, ``summary_fraction``, ``summary_max_tokens``,
-    ``target_fraction``)."""
+    ``target_fraction``, ``summary_room``)."""
 
     def __init__(
         self,
