@@ -62,6 +62,12 @@ def test_the_oldest_recent_messages_are_summarised_when_they_leave_no_room():
     assert tight.cut == 12 and messages[tight.cut].role == "assistant" and messages[-1].role == "tool"
 
 
+def test_counts_must_match_the_messages():
+    messages = as_messages([*HEAD, *tool_step(0)])
+    with pytest.raises(ValueError, match="3 entries for 4 messages"):
+        plan_compaction(messages, None, 5, counts=[1, 2, 3], kept_tokens=10)
+
+
 def test_the_last_message_and_the_call_it_answers_always_stay():
     messages = as_messages([*HEAD, *[m for i in range(6) for m in tool_step(i)]])
     counts = [1000] * len(messages)

@@ -57,6 +57,8 @@ def plan_compaction(
     head = head_end(messages, keep_first, is_summary=is_summary_message)
     cut = cut_index(messages, keep_last)
     if counts is not None and kept_tokens is not None:
+        if len(counts) != len(messages):
+            raise ValueError(f"counts has {len(counts)} entries for {len(messages)} messages")
         bound, keep = kept_tokens - sum(counts[:head]), keep_last
         while keep > 1 and sum(counts[cut:]) > bound:
             keep -= 1
