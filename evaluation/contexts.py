@@ -11,7 +11,6 @@ fit the window or stay under the trigger, and the paired difference against ``ex
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import statistics
 from collections.abc import Sequence
@@ -19,12 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from offline_compress.history.messages import Message, as_messages
+from offline_compress.history.trigger import TriggerConfig
 
 from . import probes as P
-from .fitting import load_result
+from .fitting import load_result, read_json
 from .stats import bootstrap_recall_difference
 
-TRIGGER_FRACTION = 0.6  # the default trigger: a context over it would fire the trigger at the next step
+TRIGGER_FRACTION = TriggerConfig().token_fraction  # the default trigger: a context over it fires at the next step
+STRATEGIES = ("extract", "mask")  # the result's own columns beside the other hook's
 MUST_KEEP = Path(__file__).resolve().parent.parent / "eval" / "must_keep.json"
 
 
@@ -36,8 +37,7 @@ def load_trajectory(path: Path) -> list[Message]:
 
 
 def load_contexts(path: str | Path) -> dict[str, Any]:
-    raw = Path(path).read_bytes()
-    data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    data = read_json(path)
     if not isinstance(data, dict) or not all(isinstance(v, dict) and "contexts" in v for v in data.values()):
         raise ValueError(f"{path}: not the output of scripts/contexts_at_points.py")
     return data
@@ -47,7 +47,10 @@ def score(
     result: dict[str, Any], contexts: dict[str, Any], *, name: str, phrases: Sequence[str], counter: Any
 ) -> list[dict[str, Any]]:
     """One row per window: ``name``'s contexts and the result's ``extract`` and ``mask`` at the same points."""
+    if name in STRATEGIES:
+        raise ValueError(f"--name {name!r} is one of the result's own columns: call the other hook something else")
     keep_last = result.get("keep_last", P.KEEP_LAST)
+    who = (name, *STRATEGIES)
     acc: dict[int, dict[str, Any]] = {}
     for t in result["trajectories"]:
         if not t.get("points"):
@@ -71,41 +74,35 @@ def score(
             probes = P.build_probes(
                 messages, step, p["horizon_end"], phrases=phrases, keep_last=keep_last, all_actions=acts
             )
-            s = P.score_context(probes, context).as_dict()
-            tokens = counter.count(context)
-            a = acc.setdefault(window, {"points": 0, "tokens": [], "fits": 0, "under": 0, "per": {}})
+            scores = {name: P.score_context(probes, context).as_dict() | {"tokens": counter.count(context)}}
+            scores |= {s: p["strategies"][s] for s in STRATEGIES if s in p["strategies"]}
+            a = acc.setdefault(window, {"points": 0, "per": {}} | {f"{w}_tokens": [] for w in who})
             a["points"] += 1
-            a["tokens"].append(tokens)
-            a["fits"] += tokens <= window
-            a["under"] += tokens <= TRIGGER_FRACTION * window
-            per = a["per"].setdefault(t["name"], {k: 0 for k in ("probes", "recent", name, "extract", "mask")})
-            per["probes"] += s["artifacts"]
-            per["recent"] += s["recent_artifacts"]
-            per[name] += s["artifacts_kept"]
-            per[name + "_recent"] = per.get(name + "_recent", 0) + s["recent_artifacts_kept"]
-            for other in ("extract", "mask"):
-                if other in p["strategies"]:
-                    per[other] += p["strategies"][other]["artifacts_kept"]
-                    key = other + "_recent"
-                    per[key] = per.get(key, 0) + p["strategies"][other]["recent_artifacts_kept"]
-                    a.setdefault(other + "_tokens", []).append(p["strategies"][other]["tokens"])
-                    a[other + "_under"] = a.get(other + "_under", 0) + (
-                        p["strategies"][other]["tokens"] <= TRIGGER_FRACTION * window
-                    )
+            for w, sc in scores.items():
+                a[f"{w}_tokens"].append(sc["tokens"])
+            per = a["per"].setdefault(
+                t["name"], dict.fromkeys(("probes", "recent", *who, *(w + "_recent" for w in who)), 0)
+            )
+            per["probes"] += scores[name]["artifacts"]
+            per["recent"] += scores[name]["recent_artifacts"]
+            for w, sc in scores.items():
+                per[w] += sc["artifacts_kept"]
+                per[w + "_recent"] += sc["recent_artifacts_kept"]
     rows = []
     for window, a in sorted(acc.items()):
         per = list(a["per"].values())
         probes, recent = sum(x["probes"] for x in per), sum(x["recent"] for x in per)
         row: dict[str, Any] = {"window": window, "name": name, "points": a["points"], "probes": probes}
-        for who in (name, "extract", "mask"):
-            row[who] = sum(x[who] for x in per) / probes if probes else None
-            row[who + "_recent"] = sum(x.get(who + "_recent", 0) for x in per) / recent if recent else None
+        for w in who:
+            row[w] = sum(x[w] for x in per) / probes if probes else None
+            row[w + "_recent"] = sum(x[w + "_recent"] for x in per) / recent if recent else None
+        mine, theirs = a[f"{name}_tokens"], a["extract_tokens"]
         row |= {
-            "tokens_median": statistics.median(a["tokens"]),
-            "extract_tokens_median": statistics.median(a["extract_tokens"]) if a.get("extract_tokens") else None,
-            "fits": a["fits"] / a["points"],
-            "under_trigger": a["under"] / a["points"],
-            "extract_under_trigger": a.get("extract_under", 0) / a["points"],
+            "tokens_median": statistics.median(mine),
+            "extract_tokens_median": statistics.median(theirs) if theirs else None,
+            "fits": sum(x <= window for x in mine) / a["points"],
+            "under_trigger": sum(x <= TRIGGER_FRACTION * window for x in mine) / a["points"],
+            "extract_under_trigger": sum(x <= TRIGGER_FRACTION * window for x in theirs) / a["points"],
         }
         pairs = [(x["probes"], x["extract"], x[name]) for x in per if x["probes"]]
         if pairs:

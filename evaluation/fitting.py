@@ -18,11 +18,14 @@ from typing import Any
 from .stats import bootstrap_recall_difference
 
 
-def load_result(path: str | Path) -> dict[str, Any]:
+def read_json(path: str | Path) -> Any:
+    """A JSON file, gzipped or not (told by its first bytes)."""
     raw = Path(path).read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    data = json.loads(raw)
+    return json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+
+
+def load_result(path: str | Path) -> dict[str, Any]:
+    data = read_json(path)
     if not isinstance(data, dict) or "trajectories" not in data or "windows" not in data:
         raise ValueError(f"{path}: not an ab-replay result (no 'trajectories' / 'windows')")
     return data
@@ -114,4 +117,4 @@ def add_ab_fits_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
-__all__ = ["add_ab_fits_parser", "format_rows", "load_result", "where_baseline_fits"]
+__all__ = ["add_ab_fits_parser", "format_rows", "load_result", "read_json", "where_baseline_fits"]

@@ -160,12 +160,18 @@ def _with_recent(
     result: CompressionResult,
 ) -> Replacement:
     """``rebuild(result)`` with the recent messages of ``donor`` (the copies a cut made, and what it says of them)."""
-    r, start = rebuild(result), donor.plan.head + 1
-    history, parsed = [*r.history[:start], *donor.history[start:]], (*r.parsed[:start], *donor.parsed[start:])
-    tokens = counter.count(list(parsed))
+    r = rebuild(result)
+    history, parsed = _spliced(r, donor)
+    tokens = counter.count(parsed)
     return replace(
-        r, history=history, parsed=parsed, tokens_after=tokens, harder=donor.harder, shortened=donor.shortened
+        r, history=history, parsed=tuple(parsed), tokens_after=tokens, harder=donor.harder, shortened=donor.shortened
     )
+
+
+def _spliced(r: Replacement, donor: Replacement) -> tuple[list[Any], list[Message]]:
+    """``r``'s history (and parsed) up to its summary, then ``donor``'s recent messages (the same plan)."""
+    start = r.plan.head + 1
+    return [*r.history[:start], *donor.history[start:]], [*r.parsed[:start], *donor.parsed[start:]]
 
 
 def _shortened(
@@ -180,9 +186,7 @@ def _shortened(
     """``r`` with its recent messages (from ``start`` on) cut toward ``aim`` tokens (``shorten_recent``; the
     assistant's thoughts too, unless ``thoughts`` is false), from the recent messages of ``source`` (the ones
     before any cut; default ``r``'s own); ``r`` itself when that saves nothing."""
-    base = source or r
-    history, parsed = [*r.history[:start], *base.history[start:]], [*r.parsed[:start], *base.parsed[start:]]
-    history, parsed, tokens, cut = shorten_recent(history, parsed, start, aim, counter, thoughts=thoughts)
+    history, parsed, tokens, cut = shorten_recent(*_spliced(r, source or r), start, aim, counter, thoughts=thoughts)
     if not cut or tokens >= r.tokens_after:
         return r
     what = f"{len(cut)} recent message{'s' if len(cut) > 1 else ''} cut"
