@@ -80,3 +80,9 @@ def test_a_file_that_is_not_contexts_is_a_clear_error(replayed, tmp_path, capsys
     bad.write_text(json.dumps({"x|1": [1, 2]}))
     assert main(["ab-contexts", str(result_path), str(bad)]) == 2
     assert "not the output of scripts/contexts_at_points.py" in capsys.readouterr().err
+
+
+def test_a_name_that_is_a_column_of_the_result_is_refused(replayed, capsys):
+    result_path, contexts_path = replayed
+    assert main(["ab-contexts", str(result_path), str(contexts_path), "--name", "extract"]) == 2
+    assert "one of the result's own columns" in capsys.readouterr().err
