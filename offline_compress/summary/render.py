@@ -17,8 +17,9 @@ is shown as it was run). It stays unambiguous because every line of a value is i
                                                target no line break, else the labelled form
     ## Recent narrative
     > each line of the narrative
-    ## Work log                                steps, oldest first: said, code (one line each), "ran (outcome)"
-                                               ("ran (outcome, N times)" for a call repeated N times in a row),
+    ## Work log                                steps, oldest first: said, code (one line each), "ran" (a success)
+                                               or "ran (outcome)", "ran (outcome, N times)" for a call repeated
+                                               N times in a row,
                                                saw (one line each)
 
 A line that starts a section (``## ``) or the closing marker can never be part of a value, since value lines
@@ -113,8 +114,11 @@ def _item(fields: tuple[_Field, ...], data: dict[str, Any]) -> list[str]:
             bullet = "  " if lines else "- "
             label = "" if field.label is None else field.label
             if field.with_outcome:
-                times = data.get("times", 1)
-                label += f" ({data['outcome']}, {times} times)" if times != 1 else f" ({data['outcome']})"
+                # as in the JSON, a success run once says nothing more: "ran: ...", "ran (error): ..."
+                times, outcome = data.get("times", 1), data.get("outcome", "success")
+                label += (
+                    f" ({outcome}, {times} times)" if times != 1 else "" if outcome == "success" else f" ({outcome})"
+                )
             lines += _value(bullet + (label and label + ": "), value, "    ")
     return lines
 
@@ -187,7 +191,7 @@ def _object_item(section: _Section, item: list[tuple[int, str]]) -> dict[str, An
     labels: dict[str, tuple[_Field, str | None]] = {}
     for f in section.fields:
         if f.with_outcome:
-            labels.update({f"{f.label} ({o})": (f, o) for o in _OUTCOMES})
+            labels.update({f"{f.label} ({o})": (f, o) for o in _OUTCOMES} | {f"{f.label}": (f, "success")})
         elif f.label is not None:
             labels[f.label] = (f, None)
     with_outcome = next((f for f in section.fields if f.with_outcome), None)

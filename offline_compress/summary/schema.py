@@ -64,26 +64,32 @@ class TaskState(_Strict):
 
 class Step(_Strict):
     """One call of the work log, verbatim: what the agent said about it (and code it quoted), what it ran,
-    what it saw."""
+    what it saw, and its outcome (success unless the document says otherwise)."""
 
     said: Annotated[str, Field(max_length=MAX_SAID_CHARS)] = ""
     code: Annotated[list[Annotated[str, Field(max_length=MAX_CODE_CHARS)]], Field(max_length=MAX_CODE_LINES)] = []
     ran: Annotated[str, Field(max_length=MAX_RAN_CHARS)]
     saw: Annotated[list[Annotated[str, Field(max_length=MAX_SAW_CHARS)]], Field(max_length=MAX_SAW_LINES)] = []
-    outcome: Literal["success", "error", "partial"]
+    outcome: Literal["success", "error", "partial"] = "success"
     # The same call run this many times in a row with this outcome (an agent polling a background job, retrying a
     # command), the later runs with nothing said: one step, not a page of identical ones (``pack.collapse_repeats``).
     times: Annotated[int, Field(ge=1, le=MAX_STEP_TIMES)] = 1
 
     @model_serializer(mode="wrap")
     def _without_empty(self, handler: Any) -> dict[str, Any]:
-        # An empty said / code / saw, and times 1, are left out (they read back as the defaults): a work log has
-        # dozens of steps, and their empty keys would cost a summary about 8 tokens each.
+        # An empty said / code / saw, outcome success and times 1 are left out (they read back as the defaults): a
+        # work log has dozens of steps, and each such key would cost a summary 4 to 8 tokens. The steps that failed
+        # or half-failed still say so.
         dumped = handler(self).items()
-        return {k: v for k, v in dumped if (v or k not in _OPTIONAL_STEP_KEYS) and (k, v) != ("times", 1)}
+        return {
+            k: v
+            for k, v in dumped
+            if (v or k not in _OPTIONAL_STEP_KEYS) and (k not in _STEP_DEFAULTS or v != _STEP_DEFAULTS[k])
+        }
 
 
 _OPTIONAL_STEP_KEYS = frozenset({"said", "code", "saw"})
+_STEP_DEFAULTS: dict[str, Any] = {"times": 1, "outcome": "success"}
 
 
 class CompressedContext(_Strict):
