@@ -371,22 +371,64 @@ def read_call(name: str, raw_arguments: str) -> Call:
     return _generic(name, args)
 
 
-def _plan_items(args: Mapping[str, Any]) -> tuple[str, ...]:
-    """A plan's items: TodoWrite ``todos``, OpenHands ``task_list``, a thought's lines."""
+def _plan_list(args: Mapping[str, Any]) -> list[Any] | None:
     for key in ("todos", "task_list", "plan", "steps"):
         items = args.get(key)
         if isinstance(items, list):
-            out = []
-            for item in items:
-                if isinstance(item, Mapping):
-                    text = first_string(item, ("content", "title", "step", "description", "task"))
-                    status = first_string(item, ("status",))
-                    out.append(f"[{status}] {text}" if status else text)
-                elif isinstance(item, str):
-                    out.append(item)
-            return tuple(x for x in out if x)
-    thought = first_string(args, ("thought", "plan", "content", "command"))
-    return tuple(_split(thought))
+            return items
+    return None
 
 
-__all__ = ["PATH_KEYS", "SHELL_TOOLS", "Call", "Kind", "first_string", "parse_arguments", "read_call", "shell_command"]
+def _plan_items(args: Mapping[str, Any]) -> tuple[str, ...]:
+    """A plan's items: TodoWrite ``todos``, OpenHands ``task_list``, Codex ``plan``, a thought's lines."""
+    items = _plan_list(args)
+    if items is None:
+        return tuple(_split(first_string(args, ("thought", "plan", "content", "command"))))
+    out = []
+    for item in items:
+        if isinstance(item, Mapping):
+            text = first_string(item, _PLAN_TEXT_KEYS)
+            status = first_string(item, ("status",))
+            out.append(f"[{status}] {text}" if status else text)
+        elif isinstance(item, str):
+            out.append(item)
+    return tuple(x for x in out if x)
+
+
+_PLAN_TEXT_KEYS = ("content", "title", "step", "description", "task")
+
+
+def plan_state(name: str, raw_arguments: str) -> tuple[tuple[str, str], ...] | None:
+    """The agent's own list of what is done and what is left, when the call writes one: ``(status, text)`` of each
+    item of a planning tool's list whose items carry a status (TodoWrite ``pending`` / ``in_progress`` /
+    ``completed``, OpenHands task_tracker ``todo`` / ``in_progress`` / ``done``, Codex update_plan). ``None`` for any
+    other call (a thought has no status); ``()`` for a list the agent emptied. Verbatim, in the list's order."""
+    if _name(name) not in PLAN_TOOLS:
+        return None
+    args = parse_arguments(raw_arguments)
+    items = _plan_list(args) if isinstance(args, Mapping) else None
+    if items is None:
+        return None  # a tracker's "view", a thought
+    out = []
+    for item in items:
+        if not isinstance(item, Mapping):
+            return None
+        status, text = first_string(item, ("status",)), first_string(item, _PLAN_TEXT_KEYS)
+        if not status:
+            return None
+        if text:
+            out.append((status, text))
+    return tuple(out)
+
+
+__all__ = [
+    "PATH_KEYS",
+    "SHELL_TOOLS",
+    "Call",
+    "Kind",
+    "first_string",
+    "parse_arguments",
+    "plan_state",
+    "read_call",
+    "shell_command",
+]

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..history.conventions import as_message_list
 from ..history.messages import Message
+from .calls import plan_state
 from .constraints import MAX_CONSTRAINTS, Constraint, extract_constraints
 from .decisions import ExtractedDecision, extract_decisions
 from .events import ToolEvent, extract_tool_events, unique
@@ -47,6 +48,9 @@ class Facts(BaseModel):
     constraint_candidates: list[Constraint] = []
     decisions: list[ExtractedDecision] = []
     steps: list[WorkStep] = []  # the work log: what the agent said, ran and saw at each call
+    # the agent's own latest list of what is done and what is left ((status, item) of its last planning call that
+    # wrote one, e.g. TodoWrite); None: no such call
+    plan: tuple[tuple[str, str], ...] | None = None
 
 
 def _approach(event: ToolEvent) -> str:
@@ -95,7 +99,9 @@ def extract_facts(
     after = start if summarised_before else None
     candidates = extract_constraints(msgs, limit=10**6, mid_session_from=after)
     constraints = [c for c in candidates if c.message_index >= start][:max_constraints]
+    plans = [p for e in events if not e.shell and e.outcome != "error" for p in [plan_state(e.tool, e.command)]]
     return Facts(
+        plan=next((p for p in reversed(plans) if p is not None), None),
         task=task,
         task_index=task_index,
         tool_events=events,

@@ -1,5 +1,7 @@
 """Merge: the summary document assembled from the exact facts, the work log, the grounded part of the model's
-draft, and the previous summary (a later compaction adds to it).
+draft, and the previous summary (a later compaction adds to it). The task state holds the task, the files
+changed, and the agent's own latest plan (a TodoWrite list, a task tracker's), its items as written with their
+status; a newer plan replaces the previous summary's.
 
 What is kept when there is too much: previous constraints are never dropped (new ones follow them up to the
 schema's bound); a user turn kept whole past ``MAX_TURN_CHARS`` gives way to its instruction sentences only when
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -122,6 +125,23 @@ class Budget:
     constraint_tokens: int | None = None
 
 
+DONE_STATUSES = frozenset({"completed", "complete", "done", "finished"})
+_PLAN_ITEM = re.compile(r"\[[\w -]{1,24}\] ")  # "[in_progress] write the test", as the work log shows a plan
+
+
+def plan_items(plan: Sequence[tuple[str, str]] | None) -> tuple[list[str], list[str]]:
+    """(completed, remaining) task-state items of the agent's latest plan (``Facts.plan``), each as the work log
+    shows it (``[completed] write the test``): its items marked done, and the others, in the plan's order."""
+    items = [(status, clip(redact(f"[{status}] {text}"), S.MAX_ITEM_CHARS)) for status, text in plan or ()]
+    return [x for st, x in items if st.lower() in DONE_STATUSES], [
+        x for st, x in items if st.lower() not in DONE_STATUSES
+    ]
+
+
+def _from_a_plan(item: str) -> bool:
+    return _PLAN_ITEM.match(item) is not None
+
+
 def merge(
     sources: Sources, draft: Draft, report: GroundingReport, stats: ClipCounter, budget: Budget | None = None
 ) -> S.CompressedContext:
@@ -170,13 +190,18 @@ def merge_carried(
         for e in facts.tool_events
     ]
     state = draft.task_state
-    completed = list(prev.task_state.completed) + [
+    done, left = plan_items(facts.plan)
+    superseded = _from_a_plan if facts.plan is not None else lambda _: False  # a newer list replaces the older one
+    completed = [x for x in prev.task_state.completed if not superseded(x)] + [
         clip(f"changed {redact(path)}", S.MAX_ITEM_CHARS) for path in facts.files_changed
     ]
-    completed += [redact(x) for x in keep_grounded(state.completed, index, report)]
+    completed += done + [redact(x) for x in keep_grounded(state.completed, index, report)]
     task = [clip("Task: " + redact(" ".join(facts.task.split())), S.MAX_ITEM_CHARS)] if facts.task.strip() else []
     remaining = (
-        list(prev.task_state.remaining) + task + [redact(x) for x in keep_grounded(state.remaining, index, report)]
+        [x for x in prev.task_state.remaining if not superseded(x)]
+        + task
+        + left
+        + [redact(x) for x in keep_grounded(state.remaining, index, report)]
     )
     blockers = list(prev.task_state.blockers) + [redact(x) for x in keep_grounded(state.blockers, index, report)]
     material = _bounded(
