@@ -248,6 +248,12 @@ CASES = [
     ("for f in a.py b.py; do sed -i 's/x/y/' $f; done", "sed", "$f", [], []),
     ("if [ -f setup.cfg ]; then cat setup.cfg; fi", "cat", "setup.cfg", ["setup.cfg"], []),
     ("ssh -o ConnectTimeout=10 -i key.pem root@10.0.0.2 uptime", "ssh", "root@10.0.0.2 uptime", [], []),
+    # a call of options only is told apart by them (two lsof calls are two entries of tool_calls_summary)
+    ("netstat -an | grep LISTEN | head -20", "netstat", "-an", [], []),
+    ("lsof -i -P -n | grep LISTEN", "lsof", "-i -P -n", [], []),
+    # between two inspections, the one a pipe feeds names the call, not the filter after it
+    ("git log --oneline | head -5", "git", "log", [], []),
+    ("cd /testbed && git status --short 2>&1 | head -20", "git", "status", [], []),
 ]
 
 

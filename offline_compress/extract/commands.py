@@ -139,7 +139,7 @@ def diff_files(text: str) -> list[str]:
 
 
 class _Analysis:
-    __slots__ = ("tool", "target", "reads", "writes", "weight")
+    __slots__ = ("tool", "target", "reads", "writes", "weight", "piped")
 
     def __init__(
         self, tool: str, target: str = "", reads: Iterable[str] = (), writes: Iterable[str] = (), weight: int = 2
@@ -149,6 +149,7 @@ class _Analysis:
         self.reads = [p for p in map(clean_path, reads) if p]
         self.writes = [p for p in map(clean_path, writes) if p]
         self.weight = weight  # 0 noise, 1 pipe filter/inspection, 2 real work, 3 in-place edit
+        self.piped = False  # reads the output of the command before it (``git log | head``)
 
 
 def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
@@ -321,7 +322,9 @@ def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
         return _Analysis(prog, path, [path] if sub == "view" and looks_like_file(path) else [], (), weight)
     # an option's value is not what the call acts on, where the program's options are known (ssh -o X host)
     pos = _positional(args, prog)[0] if prog in _OPT_VALUES else [a for a in args if not a.startswith("-")]
-    return _Analysis(prog, " ".join(pos[:3]), redirect_reads, redirect_writes, weight)
+    # a call of options only (netstat -an, scutil --dns) is told apart from the program's other calls by them
+    target = " ".join(pos[:3]) or " ".join(args[:3])
+    return _Analysis(prog, target, redirect_reads, redirect_writes, weight)
 
 
 def _with_words(s: SimpleCommand, words: list[str]) -> SimpleCommand:
@@ -417,6 +420,7 @@ def _analyse_command(command: str, state: ShellState) -> list[_Analysis]:
         a = _analyse_simple(s, state)
         if s.after_pipe and not a.writes:
             a.weight = min(a.weight, 1)  # after a pipe: a consumer/formatter of the real work
+        a.piped = s.after_pipe
         out.append(a)
     return out
 
@@ -430,8 +434,9 @@ def summarise_command(command: str, state: ShellState) -> tuple[str, str, list[s
     if not parts:
         return "sh", "", [], [], True
     # The last of the heaviest parts names the call: an in-place edit beats a run, a run beats setup
-    # (cd, echo) and pipe filters, and after writing a script the run that follows is the point.
-    best = max(range(len(parts)), key=lambda k: (parts[k].weight, parts[k].tool not in _SYNTAX, k))
+    # (cd, echo) and pipe filters, and after writing a script the run that follows is the point. Between two
+    # inspections the one a pipe feeds wins (git log | head: git).
+    best = max(range(len(parts)), key=lambda k: (parts[k].weight, parts[k].tool not in _SYNTAX, not parts[k].piped, k))
     main = parts[best]
     reads = [p for a in parts for p in a.reads]
     writes = [p for a in parts for p in a.writes]
