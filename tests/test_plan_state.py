@@ -112,3 +112,28 @@ def test_a_newer_plan_replaces_the_previous_summarys_and_none_keeps_it(session):
     quiet = compressor.compress(messages[calls[1] + 2 : calls[2]], keep_last=0, previous=first)  # no plan written
     assert (plan_part(quiet.task_state.completed), plan_part(quiet.task_state.remaining)) == expected_state(todos[1])
     assert all(item in quiet.task_state.completed for item in first.task_state.completed if not item.startswith("["))
+
+
+def test_a_planning_call_that_failed_wrote_no_list():
+    def todo(call_id: str, todos: list[dict[str, str]]) -> dict:
+        args = json.dumps({"todos": todos})
+        return {
+            "role": "assistant",
+            "tool_calls": [{"id": call_id, "function": {"name": "TodoWrite", "arguments": args}}],
+        }
+
+    history = [
+        {"role": "user", "content": "Fix the parser."},
+        todo("1", [{"content": "write the test", "status": "in_progress"}]),
+        {"role": "tool", "tool_call_id": "1", "content": "Todos have been modified successfully."},
+        todo("2", [{"content": "write the test", "status": "completed"}]),
+        {
+            "role": "tool",
+            "tool_call_id": "2",
+            # a Claude Code tool_result with is_error, as formats/anthropic.py writes it
+            "content": "Error: <tool_use_error>InputValidationError: TodoWrite failed</tool_use_error>",
+        },
+    ]
+    context = Compressor(None).compress(history, keep_last=0)
+    assert plan_part(context.task_state.remaining) == ["[in_progress] write the test"]
+    assert plan_part(context.task_state.completed) == []

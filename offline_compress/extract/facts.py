@@ -99,9 +99,9 @@ def extract_facts(
     after = start if summarised_before else None
     candidates = extract_constraints(msgs, limit=10**6, mid_session_from=after)
     constraints = [c for c in candidates if c.message_index >= start][:max_constraints]
-    plans = [p for e in events if not e.shell and e.outcome != "error" for p in [plan_state(e.tool, e.command)]]
+    plans = [plan_state(e.tool, e.command) for e in events if not e.shell and e.outcome != "error"]
     return Facts(
-        plan=next((p for p in reversed(plans) if p is not None), None),
+        plan=next((p for p in reversed(plans) if p is not None), None),  # a failed call wrote no list
         task=task,
         task_index=task_index,
         tool_events=events,
