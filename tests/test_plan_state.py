@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from offline_compress import Compressor
 from offline_compress.extract.calls import plan_state
@@ -137,3 +139,24 @@ def test_a_planning_call_that_failed_wrote_no_list():
     context = Compressor(None).compress(history, keep_last=0)
     assert plan_part(context.task_state.remaining) == ["[in_progress] write the test"]
     assert plan_part(context.task_state.completed) == []
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["status", "content", "title", "step", "todos", "task_list", "plan", "x"]),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.sampled_from(["TodoWrite", "task_tracker", "update_plan", "think", "Bash"]), args=_JSON)
+def test_any_arguments_give_a_plan_or_none_and_never_raise(name, args):
+    state = plan_state(name, json.dumps(args))
+    assert state is None or all(isinstance(s, str) and isinstance(t, str) and s and t for s, t in state)
