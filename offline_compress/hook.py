@@ -358,13 +358,15 @@ class CompactionHook:
         def rebuild(result: CompressionResult) -> Replacement:
             return self._replacement(originals, r.plan, result, r.tokens_before)
 
-        window, aims, share = (
-            self.model_max_tokens - 1,
-            [self.target_tokens, self.trigger_tokens],
-            self.summary_keep_share,
-        )
         out = compact_harder(
-            r, rebuild, self.counter, aims, fit_within=window, shorten=shorten, keep_share=share, room=self.room_tokens
+            r,
+            rebuild,
+            self.counter,
+            [self.target_tokens, self.trigger_tokens],
+            fit_within=self.model_max_tokens - 1,
+            shorten=shorten,
+            keep_share=self.summary_keep_share,
+            room=self.room_tokens,
         )
         if must_shrink and out.tokens_after >= r.tokens_before:
             # the history must shrink: a long user turn may give way to its sentences too

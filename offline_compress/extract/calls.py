@@ -371,6 +371,14 @@ def read_call(name: str, raw_arguments: str) -> Call:
     return _generic(name, args)
 
 
+_PLAN_TEXT_KEYS = ("content", "title", "step", "description", "task")
+
+
+def plan_line(status: str, text: str) -> str:
+    """A plan's item as the work log and the task state show it: ``[in_progress] write the test``."""
+    return f"[{status}] {text}" if status else text
+
+
 def _plan_list(args: Mapping[str, Any]) -> list[Any] | None:
     for key in ("todos", "task_list", "plan", "steps"):
         items = args.get(key)
@@ -389,13 +397,10 @@ def _plan_items(args: Mapping[str, Any]) -> tuple[str, ...]:
         if isinstance(item, Mapping):
             text = first_string(item, _PLAN_TEXT_KEYS)
             status = first_string(item, ("status",))
-            out.append(f"[{status}] {text}" if status else text)
+            out.append(plan_line(status, text))
         elif isinstance(item, str):
             out.append(item)
     return tuple(x for x in out if x)
-
-
-_PLAN_TEXT_KEYS = ("content", "title", "step", "description", "task")
 
 
 def plan_state(name: str, raw_arguments: str) -> tuple[tuple[str, str], ...] | None:
@@ -428,6 +433,7 @@ __all__ = [
     "Kind",
     "first_string",
     "parse_arguments",
+    "plan_line",
     "plan_state",
     "read_call",
     "shell_command",

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..extract.calls import plan_line
 from ..extract.constraints import MAX_TURN_CHARS, turn_sentences
 from ..extract.facts import Facts
 from ..extract.steps import WorkStep
@@ -126,16 +127,19 @@ class Budget:
 
 
 DONE_STATUSES = frozenset({"completed", "complete", "done", "finished"})
-_PLAN_ITEM = re.compile(r"\[[\w -]{1,24}\] ")  # "[in_progress] write the test", as the work log shows a plan
+_PLAN_ITEM = re.compile(r"\[[\w -]{1,24}\] ")  # an item ``plan_line`` wrote: "[in_progress] write the test"
 
 
 def plan_items(plan: Sequence[tuple[str, str]] | None) -> tuple[list[str], list[str]]:
     """(completed, remaining) task-state items of the agent's latest plan (``Facts.plan``), each as the work log
-    shows it (``[completed] write the test``): its items marked done, and the others, in the plan's order."""
-    items = [(status, clip(redact(f"[{status}] {text}"), S.MAX_ITEM_CHARS)) for status, text in plan or ()]
-    return [x for st, x in items if st.lower() in DONE_STATUSES], [
-        x for st, x in items if st.lower() not in DONE_STATUSES
-    ]
+    shows it (``plan_line``): its items marked done, and the others, in the plan's order."""
+    done: list[str] = []
+    left: list[str] = []
+    for status, text in plan or ():
+        (done if status.lower() in DONE_STATUSES else left).append(
+            clip(redact(plan_line(status, text)), S.MAX_ITEM_CHARS)
+        )
+    return done, left
 
 
 def _from_a_plan(item: str) -> bool:

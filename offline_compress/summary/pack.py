@@ -241,7 +241,7 @@ def read(material: Sequence[Material], counter: CountsTokens, selector: ScoresPi
     quoted = [json.dumps(slot[3], ensure_ascii=False) for slot in slots]
     costs = counter.count_texts(quoted)
     named: dict[str, frozenset[str]] = {}  # lines repeat (a script written twice): read each once
-    out = _Read(material, [], {}, {}, counter.count_text(S.Step(ran="", outcome="success").model_dump_json()) + 1)
+    out = _Read(material, [], {}, {}, counter.count_text(S.Step(ran="").model_dump_json()) + 1)
     # A removed line is worth only the names its step's added lines do not hold: where the old and the new text
     # name the same things, the summary shows what the file holds now, not what it held (a `-` line kept alone
     # reads as the code that is there)

@@ -77,19 +77,13 @@ class Step(_Strict):
 
     @model_serializer(mode="wrap")
     def _without_empty(self, handler: Any) -> dict[str, Any]:
-        # An empty said / code / saw, outcome success and times 1 are left out (they read back as the defaults): a
-        # work log has dozens of steps, and each such key would cost a summary 4 to 8 tokens. The steps that failed
-        # or half-failed still say so.
-        dumped = handler(self).items()
-        return {
-            k: v
-            for k, v in dumped
-            if (v or k not in _OPTIONAL_STEP_KEYS) and (k not in _STEP_DEFAULTS or v != _STEP_DEFAULTS[k])
-        }
+        # A key at its default (an empty said / code / saw, outcome success, times 1) is left out and reads back
+        # as it: a work log has dozens of steps, and each such key would cost a summary 4 to 8 tokens. The steps
+        # that failed or half-failed still say so.
+        return {k: v for k, v in handler(self).items() if k not in _STEP_DEFAULTS or v != _STEP_DEFAULTS[k]}
 
 
-_OPTIONAL_STEP_KEYS = frozenset({"said", "code", "saw"})
-_STEP_DEFAULTS: dict[str, Any] = {"times": 1, "outcome": "success"}
+_STEP_DEFAULTS: dict[str, Any] = {k: f.default for k, f in Step.model_fields.items() if not f.is_required()}
 
 
 class CompressedContext(_Strict):
