@@ -29,6 +29,7 @@ from offline_compress.errors import InputError, OfflineCompressError
 from offline_compress.files import find_history_files as find_files
 from offline_compress.files import history_name as trajectory_name
 from offline_compress.history.messages import Message, as_messages
+from offline_compress.history.trigger import TriggerConfig
 from offline_compress.hook import (
     DEFAULT_SUMMARY_FRACTION,
     DEFAULT_SUMMARY_MAX_TOKENS,
@@ -667,6 +668,7 @@ def cmd_ab_replay(args: argparse.Namespace) -> int:
             "summary_max_tokens": args.summary_max_tokens,
             "summary_ratio": args.summary_ratio,
             "summary_room": args.summary_room,
+            "trigger": TriggerConfig(token_fraction=args.token_fraction),
         },
     )
     report = run_replay(args.paths, split=args.split, limit=args.limit, replayer=replayer)
@@ -756,6 +758,13 @@ def add_ab_replay_parser(sub: Any) -> argparse.ArgumentParser:
         help="the hook's summary_room: the summary's room under the trigger, as a share of the window, before the "
         f"recent messages give way to it (default {DEFAULT_SUMMARY_ROOM}, the hook's own; 0: they give way only "
         "when the history would not fit the window)",
+    )
+    p.add_argument(
+        "--token-fraction",
+        type=float,
+        default=TriggerConfig().token_fraction,
+        help="the trigger's token_fraction: compact when the history holds more than this share of the window "
+        f"(default {TriggerConfig().token_fraction}, the hook's own)",
     )
     p.add_argument("--model", help="compressor model (manifest name or .gguf; default the embedded Gemma)")
     p.add_argument("--threads", type=int, default=None)

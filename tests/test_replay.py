@@ -257,3 +257,22 @@ def test_split_is_fixed_and_balanced():
     names = [f"repo__repo-{i}" for i in range(200)]
     design = sum(split_of(n) == "design" for n in names)
     assert 70 < design < 130 and split_of("django__django-11163") == split_of("django__django-11163")
+
+
+def test_ab_replay_token_fraction_moves_the_trigger(tmp_path):
+    """``--token-fraction`` is the trigger's share of the window: a later trigger fires at fewer points, and each
+    token-threshold firing happened above that share (read from the hook's own metrics in the JSON)."""
+    from evaluation.__main__ import main
+
+    def points(fraction: str) -> list[dict]:
+        out = tmp_path / f"r{fraction}.json"
+        argv = ["ab-replay", str(FIXTURES / "mini-swe-agent"), "--context", "4096", "--strategies", "extract"]
+        assert main([*argv, "--token-fraction", fraction, "--json", str(out)]) == 0
+        report = json.loads(out.read_text())
+        return [p["strategies"]["extract"] for t in report["trajectories"] for p in t.get("points", [])]
+
+    early, late = points("0.5"), points("0.9")
+    assert late and len(late) < len(early)
+    fired = [p for p in late if p["reason"] == "token-threshold"]
+    assert fired and all(p["tokens_before"] > 0.9 * 4096 for p in fired)
+    assert any(0.5 * 4096 < p["tokens_before"] <= 0.9 * 4096 for p in early if p["reason"] == "token-threshold")
