@@ -140,3 +140,69 @@ def test_the_work_log_and_failures_show_readable_calls_while_the_exact_command_i
     approaches = [f.approach for f in facts.failed_attempts]
     assert approaches[0].startswith("Edit pkg/mod.py") and "pytest -q tests/test_mod.py" in approaches
     assert facts.files_changed == [] and events[0].tool == "Edit"  # a failed single edit changed nothing
+
+
+# ---------------------------------------------------------------- what a failed edit tried
+
+
+def test_an_edits_approach_is_what_it_changed() -> None:
+    from offline_compress.extract.calls import changed_lines
+
+    shown = "\n".join(
+        [
+            "Edit pkg/mod.py",
+            "- def f(x):",
+            "-     y = x + 1",
+            "-     return y",
+            "+ def f(x):",
+            "+     y = x + 2",
+            "+     return y",
+        ]
+    )
+    assert changed_lines(shown) == "Edit pkg/mod.py\n…\n-     y = x + 1\n…\n+     y = x + 2\n…"
+    # indentation is a change (Python); a line that only moved is not
+    assert changed_lines("Edit a.py\n- if x:\n-     go()\n+ if x:\n+         go()") == (
+        "Edit a.py\n…\n-     go()\n…\n+         go()"
+    )
+    # a patch: its file lines, hunk headers, context lines and blank lines are left out, the change kept
+    patch = "apply_patch a.py\n*** Begin Patch\n*** Update File: a.py\n@@\n def g():\n-    return 1\n+    return 2\n*** End Patch\n"
+    assert changed_lines(patch) == "apply_patch a.py\n…\n-    return 1\n+    return 2\n…"
+    # nothing to leave out, or nothing that changed: as it was
+    for unchanged in (
+        "Write new.py\n+ print(1)\n+ print(2)",
+        "bash: sed -n 1,40p a.py",
+        "Read src/x.py 40-80",
+        "Edit a.py\n- x = 1\n- x = 1\n+ x = 1",  # a duplicate line removed: no line reads differently
+    ):
+        assert changed_lines(unchanged) == unchanged
+
+
+def test_a_refused_edit_is_a_failed_attempt_that_shows_what_it_tried() -> None:
+    """Moatless refuses a str_replace whose old text is not in the file (``fail_reason`` in its raw JSON, "String
+    '…' not found in <path>" in what the agent saw). Each such refusal of the run is a failed attempt, and its
+    approach (cut to a few hundred characters) shows the change it tried, not the code around it that its old and
+    new text share. Checked on the Moatless fixture against its raw JSON."""
+    import gzip
+    from pathlib import Path
+
+    from offline_compress import Compressor
+    from offline_compress.formats import load_history
+
+    path = Path(__file__).parent / "fixtures" / "moatless" / "django__django-15819.trajectory.json.gz"
+    history = load_history(path)
+    called = "\n".join(c.function.arguments for m in history for c in (m.tool_calls or []))
+    nodes = json.loads(gzip.decompress(path.read_bytes()))["nodes"]
+    refused = [
+        n["action"]
+        for n in nodes
+        if (n.get("observation") or {}).get("properties", {}).get("fail_reason") == "string_not_found"
+        and json.dumps(n["action"]["old_str"])[1:-1] in called  # a call of the run's final path
+    ]
+    assert len(refused) >= 5
+    summary = Compressor(summary_tokens=None).compress(history, keep_last=2)
+    failed = [f for f in summary.failed_attempts if "not found in" in f.reason_failed]
+    assert failed and all(f.approach.startswith("str_replace_editor ") for f in failed)
+    for action in refused:
+        old = set(action["old_str"].split("\n"))
+        change = next(ln for ln in action["new_str"].split("\n") if ln not in old and ln.strip())
+        assert any(" ".join(change.split()) in f.approach for f in failed), (change, failed)

@@ -408,6 +408,32 @@ def test_a_call_whose_paths_are_nested_in_its_arguments_targets_them(extractive_
             "error",
             "SyntaxError: invalid syntax",
         ),
+        # an editor that refused the replacement (Moatless 0.4 and other editor tools): the edit did not happen
+        (
+            "<observation>\nString '    if x:\n        go()' not found in pkg/mod.py\n</observation>",
+            False,
+            "error",
+            "go()' not found in pkg/mod.py",
+        ),
+        (
+            "Multiple occurrences of string found:\n- Line 407\n- Line 417\nTry including more surrounding lines.",
+            False,
+            "error",
+            "Multiple occurrences of string found:",
+        ),
+        (
+            "New string 'x = 1' already exists in a.py. No changes were made.",
+            False,
+            "error",
+            "New string 'x = 1' already exists in a.py. No changes were made.",
+        ),
+        # ...but code that words such a message is not a refusal
+        (
+            "The file a.py has been edited.\n    12\t        raise KeyError(f\"'{key}' not found in {path}\")\n",
+            False,
+            "success",
+            None,
+        ),
     ],
 )
 def test_classify_result(output: str, read_only: bool, outcome: str, line: str | None) -> None:

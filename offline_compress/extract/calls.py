@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -374,6 +375,40 @@ def read_call(name: str, raw_arguments: str) -> Call:
 _PLAN_TEXT_KEYS = ("content", "title", "step", "description", "task")
 
 
+# An edit's (or a diff's) lines as a call shows them: ``- old`` / ``+ new``, a patch's ``-`` / ``+``; never its
+# ``---`` / ``+++`` file lines
+ADDED_LINE = re.compile(r"\+(?!\+\+ )")
+REMOVED_LINE = re.compile(r"-(?!-- )")
+
+
+def changed_lines(shown: str) -> str:
+    """A call as shown (``Call.lines()`` joined), with only what it changed when it is an edit: its first line (the
+    tool and path), then, in order, the added lines that no removed line reads as and the removed lines that no added
+    line reads as, ``…`` where lines were left out. An edit repeats the lines around its change in its old and its
+    new text, so the change itself (what was tried) is what tells two attempts at the same code apart. A call with
+    no such line (a command, a read, an edit that changes nothing) is returned as it was."""
+    first, *rest = shown.split("\n")
+    old = {line[1:].rstrip() for line in rest if REMOVED_LINE.match(line)}
+    new = {line[1:].rstrip() for line in rest if ADDED_LINE.match(line)}
+    keep = [
+        (ADDED_LINE.match(line) and line[1:].rstrip() not in old)
+        or (REMOVED_LINE.match(line) and line[1:].rstrip() not in new)
+        for line in rest
+    ]
+    if not any(keep) or all(keep):
+        return shown
+    out, gap = [first], False
+    for line, kept in zip(rest, keep):
+        if not kept:
+            gap = gap or bool(line.strip())  # a blank line left out hides nothing
+            continue
+        if gap:
+            out.append("…")
+            gap = False
+        out.append(line)
+    return "\n".join(out + (["…"] if gap else []))
+
+
 def plan_line(status: str, text: str) -> str:
     """A plan's item as the work log and the task state show it: ``[in_progress] write the test``."""
     return f"[{status}] {text}" if status else text
@@ -427,10 +462,13 @@ def plan_state(name: str, raw_arguments: str) -> tuple[tuple[str, str], ...] | N
 
 
 __all__ = [
+    "ADDED_LINE",
     "PATH_KEYS",
+    "REMOVED_LINE",
     "SHELL_TOOLS",
     "Call",
     "Kind",
+    "changed_lines",
     "first_string",
     "parse_arguments",
     "plan_line",

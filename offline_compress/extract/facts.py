@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..history.conventions import as_message_list
 from ..history.messages import Message
-from .calls import plan_state
+from .calls import changed_lines, plan_state
 from .constraints import MAX_CONSTRAINTS, Constraint, extract_constraints
 from .decisions import ExtractedDecision, extract_decisions
 from .events import ToolEvent, extract_tool_events, unique
@@ -54,9 +54,11 @@ class Facts(BaseModel):
 
 
 def _approach(event: ToolEvent) -> str:
-    """What a failed call tried, as a person reads it: the command line, or the readable call (``Edit path``)."""
+    """What a failed call tried, as a person reads it: the command line, or the readable call (``Edit path``); of an
+    edit, the lines it changed (``changed_lines``: the approach is cut to a few hundred characters, which the
+    unchanged lines around an edit would fill)."""
     if event.shown.strip() and not event.shell:
-        return event.shown
+        return changed_lines(event.shown)
     return event.command if event.command.strip() not in ("", "{}") else f"{event.tool} {event.target}".strip()
 
 

@@ -21,7 +21,10 @@ _SHELL_ERROR = re.compile(
     r"Is a directory|not a git repository|unrecognized option|invalid option|^usage: |"
     r"SyntaxError|IndentationError|^fatal: |^error: |^Error: |^ERROR: |^ERROR |^E: |^FAILED |"
     r"Your proposed edit has introduced new syntax error|^File .* not found|^No replacement was performed|"
-    r"did not appear verbatim|^Invalid |does not exist|failed to exactly match|^make: \*\*\* .*Error \d+)",
+    r"did not appear verbatim|^Invalid |does not exist|failed to exactly match|^make: \*\*\* .*Error \d+|"
+    # an editor's refused replacement, as Moatless and many editor tools word it ("String '<old>' not found in
+    # <path>", "Multiple occurrences of string found", "... already exists in <path>. No changes were made.")
+    r"' not found in [\w./\\-]{1,200}\.?$|^Multiple occurrences (?:of|found)|\bNo changes were made\.)",
     re.M,
 )
 _WEAK_ERROR = re.compile(

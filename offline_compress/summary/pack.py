@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from ..extract.calls import ADDED_LINE, REMOVED_LINE
 from ..extract.decisions import SENTENCE_SPLIT
 from ..extract.steps import MAX_SAW_LINES
 from ..extract.steps import names as reused_names
@@ -39,8 +40,7 @@ HEAD_BONUS = 1  # the first line of what a step ran is worth one name: what was 
 RECENCY = 0.95  # weight of a step = RECENCY ** (number of newer steps); chosen on the replay design split
 ELLIPSIS = "…"
 # An edit's or a diff's lines (``- old`` / ``+ new``, a patch's ``-``/``+``; never its ``---``/``+++`` file lines)
-_ADDED = re.compile(r"\+(?!\+\+ )")
-_REMOVED = re.compile(r"-(?!-- )")
+_ADDED, _REMOVED = ADDED_LINE, REMOVED_LINE
 REPEAT_SAW_LINES = MAX_SAW_LINES  # distinct lines a run of repeated calls offers the packer, as one call does
 # A line of output that is only a path heads the lines after it (a search's or a viewer's file header)
 _PATH_LINE = re.compile(r"(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|[\w-]+\.[A-Za-z]\w{0,4}")
