@@ -241,6 +241,8 @@ CASES = [
     ("curl -s https://example.com/api?q=1 | python -m json.tool", "curl", "https://example.com/api?q=1", [], []),
     ("find . -name '*.py' -path '*tests*'", "find", "*.py *tests* in .", [], []),
     ("ls -la src/ 2>/dev/null", "ls", "src/", [], []),
+    ('where ffmpeg 2>nul || echo "no ffmpeg"', "where", "ffmpeg", [], []),  # Windows' null device is no file
+    ("dir /b src 2>NUL", "dir", "/b src", [], []),
     ("bash -c 'cat setup.cfg'", "cat", "setup.cfg", ["setup.cfg"], []),
     ("timeout 60 pytest -q tests/test_a.py 2>&1 | tail -n 20", "pytest", "tests/test_a.py", [], []),
     # a loop is named by what it runs, not by its `done`

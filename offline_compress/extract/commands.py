@@ -72,6 +72,8 @@ def clean_path(p: str) -> str | None:
     p = p.strip()
     if not p or p in (".", "..", "-", "/", "/dev/null", "/dev/stdout", "/dev/stderr", "{}", "~"):
         return None
+    if p.lower() in ("nul", "nul:"):  # Windows' null device (``2>nul``), a file of no one
+        return None
     if any(ch in p for ch in "*?$`{}\n\t ") or p.startswith("-") or p.startswith("&") or "://" in p:
         return None
     while p.startswith("./"):
