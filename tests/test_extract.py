@@ -243,6 +243,14 @@ CASES = [
     ("ls -la src/ 2>/dev/null", "ls", "src/", [], []),
     ('where ffmpeg 2>nul || echo "no ffmpeg"', "where", "ffmpeg", [], []),  # Windows' null device is no file
     ("dir /b src 2>NUL", "dir", "/b src", [], []),
+    # a line that starts in a directory names its files relative to it, as written or by their absolute path
+    (
+        "cd /testbed && sed -i 's/a/b/' /testbed/pkg/a.py && cat pkg/b.py /tmp/c.py",
+        "sed",
+        "pkg/a.py",
+        ["pkg/b.py", "/tmp/c.py"],
+        ["pkg/a.py"],
+    ),
     ("bash -c 'cat setup.cfg'", "cat", "setup.cfg", ["setup.cfg"], []),
     ("timeout 60 pytest -q tests/test_a.py 2>&1 | tail -n 20", "pytest", "tests/test_a.py", [], []),
     # a loop is named by what it runs, not by its `done`

@@ -179,7 +179,7 @@ def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
     prog = words[0].rsplit("/", 1)[-1]
     args = words[1:]
     if prog in ("bash", "sh", "zsh") and len(args) >= 2 and args[0] in ("-c", "-lc", "-ec"):
-        inner = _analyse_command(args[1], state)
+        inner, _ = _analyse_command(args[1], state)
         return inner[0] if inner else _Analysis(prog)
     if prog in ("uv", "poetry", "pipenv", "conda") and args[:1] == ["run"]:
         return _analyse_simple(_with_words(s, args[1:]), state)
@@ -410,21 +410,30 @@ class ShellState:
 
     def relative(self, paths: Iterable[str]) -> list[str]:
         """Paths under the known working directory, made relative (one name per file in the lists)."""
-        if not self.cwd or self.cwd == "/":
-            return list(paths)
-        prefix = self.cwd.rstrip("/") + "/"
-        return [p[len(prefix) :] if p.startswith(prefix) and len(p) > len(prefix) else p for p in paths]
+        return relative_to(self.cwd, paths)
 
 
-def _analyse_command(command: str, state: ShellState) -> list[_Analysis]:
+def relative_to(cwd: str | None, paths: Iterable[str]) -> list[str]:
+    """``paths`` under the absolute directory ``cwd``, made relative to it; the others as they are."""
+    if not cwd or cwd == "/" or not cwd.startswith("/"):
+        return list(paths)
+    prefix = cwd.rstrip("/") + "/"
+    return [p[len(prefix) :] if p.startswith(prefix) and len(p) > len(prefix) else p for p in paths]
+
+
+def _analyse_command(command: str, state: ShellState) -> tuple[list[_Analysis], str | None]:
+    """The analysis of each simple command, and the directory the line starts with ``cd`` into (if any)."""
     out = []
-    for s in parse_shell(command):
+    cwd = None
+    for k, s in enumerate(parse_shell(command)):
+        if k == 0 and len(s.words) == 2 and s.words[0] == "cd":
+            cwd = s.words[1]
         a = _analyse_simple(s, state)
         if s.after_pipe and not a.writes:
             a.weight = min(a.weight, 1)  # after a pipe: a consumer/formatter of the real work
         a.piped = s.after_pipe
         out.append(a)
-    return out
+    return out, cwd
 
 
 def summarise_command(command: str, state: ShellState) -> tuple[str, str, list[str], list[str], bool]:
@@ -432,7 +441,7 @@ def summarise_command(command: str, state: ShellState) -> tuple[str, str, list[s
     head = command.lstrip().split(None, 1)[:1]
     if head and head[0] in SWE_EDIT_COMMANDS:
         command = command.lstrip().split("\n", 1)[0]  # SWE-agent edit: the lines after the first are file text
-    parts = _analyse_command(command, state)
+    parts, cwd = _analyse_command(command, state)
     if not parts:
         return "sh", "", [], [], True
     # The last of the heaviest parts names the call: an in-place edit beats a run, a run beats setup
@@ -440,7 +449,9 @@ def summarise_command(command: str, state: ShellState) -> tuple[str, str, list[s
     # inspections the one a pipe feeds wins (git log | head: git).
     best = max(range(len(parts)), key=lambda k: (parts[k].weight, parts[k].tool not in _SYNTAX, not parts[k].piped, k))
     main = parts[best]
-    reads = [p for a in parts for p in a.reads]
-    writes = [p for a in parts for p in a.writes]
+    # A line that starts in a directory (``cd /testbed && ...``: each command of such an agent runs in a fresh
+    # shell) names its files relative to it, whether a word says ``x.py`` or ``/testbed/x.py``: one name per file
+    reads = relative_to(cwd, (p for a in parts for p in a.reads))
+    writes = relative_to(cwd, (p for a in parts for p in a.writes))
     read_only = not writes and all(a.tool in _READ_ONLY_TOOLS or a.weight < 2 for a in parts)
-    return main.tool, shorten(main.target), reads, writes, read_only
+    return main.tool, shorten(relative_to(cwd, [main.target])[0]), reads, writes, read_only
