@@ -206,3 +206,35 @@ def test_a_refused_edit_is_a_failed_attempt_that_shows_what_it_tried() -> None:
         old = set(action["old_str"].split("\n"))
         change = next(ln for ln in action["new_str"].split("\n") if ln not in old and ln.strip())
         assert any(" ".join(change.split()) in f.approach for f in failed), (change, failed)
+
+
+def test_an_applied_edit_whose_tests_failed_still_changed_its_file() -> None:
+    """Moatless applies an edit, then runs the tests and reports both in one result: the step failed (its tests
+    did), but the file changed. A refused edit changed nothing."""
+
+    def facts_of(result: str):
+        edit = {"command": "str_replace", "path": "pkg/mod.py", "old_str": "return a", "new_str": "return b"}
+        call = {
+            "id": "1",
+            "type": "function",
+            "function": {"name": "str_replace_editor", "arguments": json.dumps(edit)},
+        }
+        return extract_facts(
+            parse_messages(
+                [
+                    {"role": "user", "content": "task"},
+                    {"role": "assistant", "content": "Fixing it.", "tool_calls": [call]},
+                    {"role": "tool", "tool_call_id": "1", "content": result},
+                ]
+            )
+        )
+
+    applied = facts_of(
+        "<observation>\nThe file pkg/mod.py has been edited. Here's the result of running `cat -n` on a snippet:\n"
+        "    12\t    return b\n\nRunning tests for the following files:\n * tests/test_mod.py\n\n"
+        "* FAILED tests/test_mod.py test_mod>\n```\nAssertionError\n```\n\n3 passed. 1 failed. 0 errors.\n</observation>"
+    )
+    assert applied.tool_events[0].outcome == "error" and applied.files_changed == ["pkg/mod.py"]
+    assert [f.reason_failed for f in applied.failed_attempts] == ["AssertionError"]
+    refused = facts_of("<observation>\nString 'return a' not found in pkg/mod.py\n</observation>")
+    assert refused.tool_events[0].outcome == "error" and refused.files_changed == []

@@ -72,7 +72,8 @@ def _event(call: _Call, result_index: int | None, result_text: str | None) -> To
             raise AssertionError("error_line is not a substring of its result")
     writes = call.writes
     if outcome == "error" and (not call.shell or len(parse_shell(call.command)) <= 1):
-        writes = []  # a single edit that failed changed nothing
+        if not (result_text and _EDIT_APPLIED.search(result_text[:400])):
+            writes = []  # a single edit that failed changed nothing
     return ToolEvent(
         call_index=call.call_index,
         result_index=result_index,
@@ -94,6 +95,13 @@ def unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))  # first occurrences, in order
 
 
+# An editor that applied an edit says so first, before what it ran after it (Moatless runs the tests and reports
+# them in the same result): the file changed even when those tests failed
+_EDIT_APPLIED = re.compile(
+    r"^(?:<observation>\n)?(?:The file \S.* has been (?:edited|updated)\b|File created successfully|"
+    r"Success\. Updated the following files)",
+    re.M,
+)
 _OPEN_FILE_LINE = re.compile(r"^\(Open file: ([^\n)]+)\)\s*$", re.M)
 _CWD_LINE = re.compile(r"^\(Current directory: ([^\n)]+)\)\s*$", re.M)
 
