@@ -39,8 +39,6 @@ from . import schema as S
 HEAD_BONUS = 1  # the first line of what a step ran is worth one name: what was done
 RECENCY = 0.95  # weight of a step = RECENCY ** (number of newer steps); chosen on the replay design split
 ELLIPSIS = "…"
-# An edit's or a diff's lines (``- old`` / ``+ new``, a patch's ``-``/``+``; never its ``---``/``+++`` file lines)
-_ADDED, _REMOVED = ADDED_LINE, REMOVED_LINE
 REPEAT_SAW_LINES = MAX_SAW_LINES  # distinct lines a run of repeated calls offers the packer, as one call does
 # A line of output that is only a path heads the lines after it (a search's or a viewer's file header)
 _PATH_LINE = re.compile(r"(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|[\w-]+\.[A-Za-z]\w{0,4}")
@@ -247,7 +245,7 @@ def read(material: Sequence[Material], counter: CountsTokens, selector: ScoresPi
     # reads as the code that is there)
     added: dict[tuple[int, str], frozenset[str]] = {}  # (step, kind) -> the names its added lines hold
     for k, kind, pos, text, _ in slots:
-        if kind in ("ran", "saw") and not (kind == "ran" and pos == 0) and _ADDED.match(text):
+        if kind in ("ran", "saw") and not (kind == "ran" and pos == 0) and ADDED_LINE.match(text):
             added[k, kind] = added.get((k, kind), frozenset()) | names(text)
     for (k, kind, pos, text, bonus), cost in zip(slots, costs):
         if kind == "ran" and pos == 0:
@@ -256,7 +254,7 @@ def read(material: Sequence[Material], counter: CountsTokens, selector: ScoresPi
         if text not in named:
             named[text] = frozenset(names(text))
         held = named[text]
-        if (k, kind) in added and _REMOVED.match(text):
+        if (k, kind) in added and REMOVED_LINE.match(text):
             held = held - added[k, kind]
         out.pieces.append(_Piece(k, kind, pos, text, held, cost + 1, bonus))
     if selector is not None and out.pieces:
