@@ -422,6 +422,11 @@ def _plan_list(args: Mapping[str, Any]) -> list[Any] | None:
     return None
 
 
+def _status_and_text(item: Mapping[str, Any]) -> tuple[str, str]:
+    """A plan item's ``(status, text)``, either of them "" when the item has none."""
+    return first_string(item, ("status",)), first_string(item, _PLAN_TEXT_KEYS)
+
+
 def _plan_items(args: Mapping[str, Any]) -> tuple[str, ...]:
     """A plan's items: TodoWrite ``todos``, OpenHands ``task_list``, Codex ``plan``, a thought's lines."""
     items = _plan_list(args)
@@ -430,9 +435,7 @@ def _plan_items(args: Mapping[str, Any]) -> tuple[str, ...]:
     out = []
     for item in items:
         if isinstance(item, Mapping):
-            text = first_string(item, _PLAN_TEXT_KEYS)
-            status = first_string(item, ("status",))
-            out.append(plan_line(status, text))
+            out.append(plan_line(*_status_and_text(item)))
         elif isinstance(item, str):
             out.append(item)
     return tuple(x for x in out if x)
@@ -453,7 +456,7 @@ def plan_state(name: str, raw_arguments: str) -> tuple[tuple[str, str], ...] | N
     for item in items:
         if not isinstance(item, Mapping):
             return None
-        status, text = first_string(item, ("status",)), first_string(item, _PLAN_TEXT_KEYS)
+        status, text = _status_and_text(item)
         if not status:
             return None
         if text:

@@ -95,11 +95,11 @@ def unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))  # first occurrences, in order
 
 
-# An editor that applied an edit says so first, before what it ran after it (Moatless runs the tests and reports
-# them in the same result): the file changed even when those tests failed
+# An editor that applied an edit says so on a line of its own first (after Moatless' ``<observation>`` line), before
+# what it ran after it (Moatless runs the tests and reports them in the same result): the file changed even when
+# those tests failed
 _EDIT_APPLIED = re.compile(
-    r"^(?:<observation>\n)?(?:The file \S.* has been (?:edited|updated)\b|File created successfully|"
-    r"Success\. Updated the following files)",
+    r"^(?:The file \S.* has been (?:edited|updated)\b|File created successfully|Success\. Updated the following files)",
     re.M,
 )
 _OPEN_FILE_LINE = re.compile(r"^\(Open file: ([^\n)]+)\)\s*$", re.M)
