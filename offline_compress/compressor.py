@@ -28,6 +28,7 @@ from .extract.task import extract_task
 from .history.conventions import is_tool_output
 from .history.messages import Message, as_messages
 from .history.plan import DEFAULT_KEEP_LAST, Plan, plan_compaction
+from .history.terminal import plain_tool_outputs
 from .model_files import resolve_model
 from .secrets.redact import redact_messages
 from .secrets.summary import redact_summary
@@ -224,7 +225,8 @@ class Compressor:
         An earlier summary of ours anywhere after the head is merged, not summarised again; ``previous`` replaces
         it."""
         # Redact first: every cut after this (error-line windows, clipped targets, the prompt) sees no secret.
-        parsed = redact_messages(as_messages(messages))
+        # Tool output is read without its terminal colours (history/terminal.py), before the secret scan too.
+        parsed = redact_messages(plain_tool_outputs(as_messages(messages)))
         if plan is None:
             plan = plan_compaction(parsed, keep_first, self.keep_last if keep_last is None else keep_last)
         head, cut, at = plan.head, plan.cut, plan.previous_at

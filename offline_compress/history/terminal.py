@@ -1,0 +1,78 @@
+"""Tool output as a terminal shows it: without its control sequences (ANSI/ECMA-48: colours, cursor moves, OSC
+hyperlinks and titles), and with each carriage return's overwrite applied.
+
+A command run under a harness that looks like a terminal writes them (``\\x1b[31mERROR\\x1b[0m``; ``curl`` and
+``ffmpeg`` redraw a progress line with ``\\r``). They style a terminal and say nothing: read as text, each escape
+costs several tokens in the summary (JSON writes it as ``\\u001b``), glues its parameters to the next word
+(``32mINF``, which then counts as a name) and keeps an error line's words from the outcome classifier, and every
+redrawn frame of a progress line reads as a line of its own. The summary reads tool output as shown
+(``plain_tool_outputs``); the messages kept verbatim in the history keep their bytes, and so do the words of a
+person."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from .conventions import is_tool_output
+from .messages import Message
+
+# CSI (ESC [ params intermediates final), OSC (ESC ] ... BEL or ST), the other string commands (DCS, SOS, PM,
+# APC: ESC P/X/^/_ ... ST), a charset designation (ESC ( B), then ESC and one byte in 0x30-0x7E (keypad modes,
+# RIS, cursor save). A sequence cut short at the end of an output (a harness's truncation) goes too.
+_SEQUENCE = re.compile(
+    r"\x1b(?:"
+    r"\[[0-?]*[ -/]*(?:[@-~]|$)"
+    r"|\][^\x07\x1b]*(?:\x07|\x1b\\|$)"
+    r"|[PX^_][^\x1b]*(?:\x1b\\|$)"
+    r"|[ -/]+(?:[0-~]|$)"
+    r"|[0-~]"
+    r"|$)"
+)
+
+
+def _overwritten(line: str) -> str:
+    """What a terminal shows of ``line`` (no newline in it): each carriage return sends the cursor back to the
+    start, and the text after it overwrites what was there."""
+    shown = ""
+    for frame in line.split("\r"):
+        shown = frame + shown[len(frame) :]
+    return shown
+
+
+def terminal_view(text: str) -> str:
+    """``text`` as a terminal shows it: no control sequences, carriage returns applied (``\\r\\n`` is a line
+    break); the same string when it has neither."""
+    if "\x1b" in text:
+        text = _SEQUENCE.sub("", text)
+    if "\r" in text:
+        text = "\n".join(_overwritten(line) for line in text.replace("\r\n", "\n").split("\n"))
+    return text
+
+
+def _styled(text: str) -> bool:
+    return "\x1b" in text or "\r" in text
+
+
+def _plain(message: Message) -> Message:
+    content: Any = message.content
+    if isinstance(content, str):
+        new: Any = terminal_view(content)
+    elif isinstance(content, list):
+        new = [
+            {**part, "text": terminal_view(part["text"])} if isinstance(part.get("text"), str) else part
+            for part in content
+        ]
+    else:
+        return message
+    return message if new == content else message.model_copy(update={"content": new})
+
+
+def plain_tool_outputs(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` with every tool output (``is_tool_output``) as a terminal shows it (``terminal_view``);
+    new messages where something changed, the same objects elsewhere (the caller's are never modified)."""
+    return [_plain(m) if _styled(m.text) and is_tool_output(messages, i) else m for i, m in enumerate(messages)]
+
+
+__all__ = ["plain_tool_outputs", "terminal_view"]
