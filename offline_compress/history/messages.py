@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -226,6 +226,18 @@ class Message(BaseModel):
     def text_and_arguments(self) -> str:
         """``text`` and, a line each, the arguments of its tool calls: all a reader of the message sees."""
         return self.text + "".join("\n" + c.function.arguments for c in (self.tool_calls or ()))
+
+    def with_text(self, change: Callable[[str], str]) -> Message:
+        """This message with ``change`` applied to its content's text (a string, or each text part); the same
+        object when nothing changed (a copy otherwise: a message is never modified in place)."""
+        content = self.content
+        if isinstance(content, str):
+            new: Any = change(content)
+        elif isinstance(content, list):
+            new = [{**p, "text": change(p["text"])} if isinstance(p.get("text"), str) else p for p in content]
+        else:
+            return self
+        return self if new == content else self.model_copy(update={"content": new})
 
     def to_openai(self) -> dict[str, Any]:
         """Plain dict in OpenAI chat format, without empty optional keys."""

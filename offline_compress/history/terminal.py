@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from .conventions import is_tool_output
 from .messages import Message
@@ -55,24 +54,13 @@ def _styled(text: str) -> bool:
     return "\x1b" in text or "\r" in text
 
 
-def _plain(message: Message) -> Message:
-    content: Any = message.content
-    if isinstance(content, str):
-        new: Any = terminal_view(content)
-    elif isinstance(content, list):
-        new = [
-            {**part, "text": terminal_view(part["text"])} if isinstance(part.get("text"), str) else part
-            for part in content
-        ]
-    else:
-        return message
-    return message if new == content else message.model_copy(update={"content": new})
-
-
 def plain_tool_outputs(messages: Sequence[Message]) -> list[Message]:
     """``messages`` with every tool output (``is_tool_output``) as a terminal shows it (``terminal_view``);
     new messages where something changed, the same objects elsewhere (the caller's are never modified)."""
-    return [_plain(m) if _styled(m.text) and is_tool_output(messages, i) else m for i, m in enumerate(messages)]
+    return [
+        m.with_text(terminal_view) if _styled(m.text) and is_tool_output(messages, i) else m
+        for i, m in enumerate(messages)
+    ]
 
 
 __all__ = ["plain_tool_outputs", "terminal_view"]

@@ -96,18 +96,8 @@ def redact_arguments(arguments: str) -> str:
 def redact_message(message: Message) -> Message:
     """``message`` with secrets redacted from its content (text and text parts), its tool calls' arguments and
     names; the same object when there is nothing to redact."""
+    message = message.with_text(redact)
     changes: dict[str, Any] = {}
-    content = message.content
-    if isinstance(content, str):
-        new = redact(content)
-        if new != content:
-            changes["content"] = new
-    elif isinstance(content, list):
-        parts = [
-            {**part, "text": redact(part["text"])} if isinstance(part.get("text"), str) else part for part in content
-        ]
-        if parts != content:
-            changes["content"] = parts
     if message.tool_calls:
         calls = tuple(
             ToolCall(
