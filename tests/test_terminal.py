@@ -103,6 +103,7 @@ def test_a_real_coloured_error_reaches_the_summary_as_words() -> None:
         ("Parsing 1 commits\rParsed 47\nHEAD is now at dcdbedc", "Parsed 47 commits\nHEAD is now at dcdbedc"),
         ("windows\r\nline endings\r\n", "windows\nline endings\n"),
         ("frame\r", "frame"),
+        ("abcdef\r\r\rXY\r\rZ", "ZYcdef"),
     ],
 )
 def test_a_carriage_return_overwrites_its_line(raw: str, shown: str) -> None:

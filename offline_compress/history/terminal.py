@@ -33,10 +33,12 @@ _SEQUENCE = re.compile(
 
 def _overwritten(line: str) -> str:
     """What a terminal shows of ``line`` (no newline in it): each carriage return sends the cursor back to the
-    start, and the text after it overwrites what was there."""
+    start, and the text after it overwrites what was there. Read from the last frame back, a frame adds only
+    what reaches past the later ones: linear in the line, however many returns it holds."""
     shown = ""
-    for frame in line.split("\r"):
-        shown = frame + shown[len(frame) :]
+    for frame in reversed(line.split("\r")):
+        if len(frame) > len(shown):
+            shown += frame[len(shown) :]
     return shown
 
 
