@@ -444,6 +444,43 @@ def test_a_call_whose_paths_are_nested_in_its_arguments_targets_them(extractive_
             "success",
             None,
         ),
+        # a bare exception (no message) comes with the statement that raised it, as the traceback shows them
+        (
+            "Running 35 tests\n* FAILED tests/test_u.py test_convert>\n```\nTraceback (most recent call last):\n"
+            '  File "tests/test_u.py", line 42, in test_convert\n    assert convert(j, k) == j\nAssertionError\n'
+            "```\n34 passed. 1 failed. 0 errors.",
+            False,
+            "error",
+            "assert convert(j, k) == j\nAssertionError",
+        ),
+        (
+            'Traceback (most recent call last):\r\n  File "a.py", line 9, in <module>\r\n    main()\r\n'
+            '  File "a.py", line 5, in main\r\n    raise NotImplementedError\r\nNotImplementedError\r\n',
+            False,
+            "error",
+            "raise NotImplementedError\r\nNotImplementedError",
+        ),
+        # ...not one with a message, nor one under a caret line (Python 3.11) or in pytest's own format
+        (
+            'Traceback (most recent call last):\n  File "a.py", line 3, in <module>\n    d["k"]\nKeyError: \'k\'\n',
+            False,
+            "error",
+            "KeyError: 'k'",
+        ),
+        (
+            'Traceback (most recent call last):\n  File "a.py", line 3, in <module>\n    assert f(x)\n'
+            "           ^^^^\nAssertionError\n",
+            False,
+            "error",
+            "AssertionError",
+        ),
+        (
+            "    def test_a():\n>       assert f()\nE       AssertionError\n\ntests/t.py:2: AssertionError\n"
+            "==== 1 failed in 0.01s ====",
+            False,
+            "error",
+            "==== 1 failed in 0.01s ====",
+        ),
     ],
 )
 def test_classify_result(output: str, read_only: bool, outcome: str, line: str | None) -> None:
@@ -451,6 +488,29 @@ def test_classify_result(output: str, read_only: bool, outcome: str, line: str |
     assert (got_outcome, got_line) == (outcome, line)
     if got_line is not None:
         assert got_line in output
+
+
+def test_a_bare_exception_reaches_the_summary_with_its_statement() -> None:
+    """The failed attempt's reason and the work log's lines say which assertion failed, not only that one did."""
+    output = (
+        "The file pkg/util.py has been edited.\n\nRunning 35 tests in the following files:\n * tests/test_util.py\n\n"
+        "* FAILED tests/test_util.py test_convert>\n```\nTraceback (most recent call last):\n"
+        '  File "tests/test_util.py", line 42, in test_convert\n    assert convert(joule*second, joule) == joule\n'
+        "AssertionError\n\n```\n\n\n34 passed. 1 failed. 0 errors."
+    )
+    call = {"id": "c1", "type": "function", "function": {"name": "run_tests", "arguments": "{}"}}
+    history = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Fix convert()."},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": output},
+    ]
+    facts = extract_facts(history)
+    assert [f.reason_failed for f in facts.failed_attempts] == [
+        "assert convert(joule*second, joule) == joule\nAssertionError"
+    ]
+    saw = facts.steps[-1].saw
+    assert saw.count("AssertionError") == 1 and "assert convert(joule*second, joule) == joule" in saw
 
 
 def test_reading_a_file_that_mentions_errors_is_not_a_failure() -> None:

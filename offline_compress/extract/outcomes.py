@@ -16,6 +16,8 @@ _TRACEBACK = re.compile(r"^Traceback \(most recent call last\):", re.M)
 _EXC_LINE = re.compile(
     r"^(?:E\s+)?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning)(?::.*)?$"
 )
+_BARE_EXC = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning)$")
+_FRAME = re.compile(r'^\s*File "[^"\n]{1,1000}", line \d+')
 _SHELL_ERROR = re.compile(
     r"(?:command not found|No such file or directory|Permission denied|cannot access|can't read|"
     r"Is a directory|not a git repository|unrecognized option|invalid option|^usage: |"
@@ -50,17 +52,35 @@ def _clip_line(line: str) -> str:
     return line if len(line) <= MAX_ERROR_LINE_CHARS else line[:MAX_ERROR_LINE_CHARS]
 
 
+def _raised_by(text: str, at: int, line: str) -> str:
+    """A bare exception (``AssertionError``: no message says what failed) with the statement that raised it, as
+    a Python traceback shows them: the indented line right under the last ``File "…", line N`` line, then the
+    exception; the two lines as they stand in ``text`` (a substring of it). Any other exception line as it is."""
+    if not _BARE_EXC.match(line.strip()):
+        return line
+    before = text[max(0, at - 2 * MAX_ERROR_LINE_CHARS) : at].splitlines()
+    if len(before) < 2 or not _FRAME.match(before[-2]) or not before[-1][:1].isspace() or not before[-1].strip():
+        return line
+    statement = before[-1]
+    if len(statement.strip()) + 1 + len(line.strip()) > MAX_ERROR_LINE_CHARS:
+        return line  # clipped, the pair would lose the exception's name
+    return text[text.rfind(statement, 0, at) : at + len(line)]
+
+
 def _last_exception_line(text: str) -> str | None:
     tb = next(reversed([*_TRACEBACK.finditer(text)]), None)  # the last match
     start = tb.end() if tb else 0
     found = None
-    for line in text[start:].splitlines():
+    at = start
+    for raw in text[start:].splitlines(keepends=True):
+        line = raw.splitlines()[0] if raw.strip() else raw.strip("\r\n")
         s = line.strip()
         if len(s) <= 2000 and _EXC_LINE.match(s):  # the length bound keeps the match linear
-            found = line
+            found = (at, line)
             if tb:
                 break  # the first exception line after the last traceback is the raised one
-    return found
+        at += len(raw)
+    return _raised_by(text, *found) if found else None
 
 
 def _error_line(text: str, exit_code: int | None, allow_exceptions: bool = True) -> str | None:

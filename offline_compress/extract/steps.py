@@ -118,8 +118,9 @@ def extract_steps(messages: Sequence[Message], events: Sequence[ToolEvent]) -> l
                 saw = lines
             else:
                 saw = [ln for ln in dict.fromkeys(lines) if names(ln)][:MAX_SAW_LINES]
-            if event.error_line and event.error_line.strip() not in saw:
-                saw.append(event.error_line.strip())
+            for line in (event.error_line or "").splitlines():  # a bare exception comes with its statement
+                if line.strip() and line.strip() not in saw:
+                    saw.append(line.strip())
         out.append(
             WorkStep(
                 call_index=i,
