@@ -460,6 +460,25 @@ def test_a_call_whose_paths_are_nested_in_its_arguments_targets_them(extractive_
             "error",
             "raise NotImplementedError\r\nNotImplementedError",
         ),
+        # the raised exception is the traceback's line back at the margin, whatever its class is called
+        (
+            "<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n"
+            '  File "/testbed/t.py", line 11, in <module>\n    class A(models.Model):\n'
+            '  File "/testbed/django/conf/__init__.py", line 58, in _setup\n    raise ImproperlyConfigured(\n'
+            "django.core.exceptions.ImproperlyConfigured: Requested setting INSTALLED_APPS, but settings are not "
+            "configured.\n</output>",
+            False,
+            "error",
+            "django.core.exceptions.ImproperlyConfigured: Requested setting INSTALLED_APPS, but settings are not "
+            "configured.",
+        ),
+        (
+            'Traceback (most recent call last):\n  File "gen.py", line 4, in <module>\n    next(it)\nStopIteration\n'
+            "done\n",
+            False,
+            "error",
+            "next(it)\nStopIteration",
+        ),
         # ...not one with a message, nor one under a caret line (Python 3.11) or in pytest's own format
         (
             'Traceback (most recent call last):\n  File "a.py", line 3, in <module>\n    d["k"]\nKeyError: \'k\'\n',

@@ -4,6 +4,7 @@ that says why it failed (a traceback's exception, a shell error, a failing test 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Literal
 
 from ..history.conventions import ABORTED_OUTPUT, MINI_FORMAT_ERROR, MINI_TIMEOUT, RETURNCODE
@@ -16,7 +17,10 @@ _TRACEBACK = re.compile(r"^Traceback \(most recent call last\):", re.M)
 _EXC_LINE = re.compile(
     r"^(?:E\s+)?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning)(?::.*)?$"
 )
-_BARE_EXC = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning)$")
+# A Python traceback ends with its exception at the left margin, under the indented frames: [module.]Name[: message]
+# (Django's ImproperlyConfigured, StopIteration: not only names that end in Error).
+_RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?::.*)?$")
+_BARE_EXC = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*$")
 _FRAME = re.compile(r'^\s*File "[^"\n]{1,1000}", line \d+')
 _SHELL_ERROR = re.compile(
     r"(?:command not found|No such file or directory|Permission denied|cannot access|can't read|"
@@ -67,19 +71,31 @@ def _raised_by(text: str, at: int, line: str) -> str:
     return text[text.rfind(statement, 0, at) : at + len(line)]
 
 
-def _last_exception_line(text: str) -> str | None:
-    tb = next(reversed([*_TRACEBACK.finditer(text)]), None)  # the last match
-    start = tb.end() if tb else 0
-    found = None
+def _lines(text: str, start: int) -> Iterator[tuple[int, str]]:
+    """(offset, line without its break) of each line of ``text[start:]``."""
     at = start
     for raw in text[start:].splitlines(keepends=True):
-        line = raw.splitlines()[0] if raw.strip() else raw.strip("\r\n")
+        yield at, raw.splitlines()[0] if raw.strip() else raw.strip("\r\n")
+        at += len(raw)
+
+
+def _last_exception_line(text: str) -> str | None:
+    tb = next(reversed([*_TRACEBACK.finditer(text)]), None)  # the last match
+    if tb:  # the raised exception: the first line back at the left margin after the last traceback's frames
+        for at, line in _lines(text, tb.end()):
+            s = line.strip()
+            if not s or line[:1].isspace() or s.startswith('File "'):
+                continue
+            if len(s) <= 2000 and (_RAISED.match(s) or _EXC_LINE.match(s)):  # bounded: the match stays linear
+                return _raised_by(text, at, line)
+            break  # something else there (an output cut short, a harness's note): read by the names below
+    found = None
+    for at, line in _lines(text, tb.end() if tb else 0):
         s = line.strip()
-        if len(s) <= 2000 and _EXC_LINE.match(s):  # the length bound keeps the match linear
+        if len(s) <= 2000 and _EXC_LINE.match(s):
             found = (at, line)
             if tb:
                 break  # the first exception line after the last traceback is the raised one
-        at += len(raw)
     return _raised_by(text, *found) if found else None
 
 
