@@ -1,7 +1,8 @@
 """The work log: for each tool call, what the agent said, ran and learnt, verbatim and short.
 
 A summary that records only that ``cat django/forms/models.py`` succeeded loses what the agent learnt from it.
-For each call of the compressed part this keeps, verbatim (every piece a substring of the history):
+For each call of the compressed part this keeps, verbatim (every piece a substring of the history it is given; the
+compressor gives it tool output as a terminal shows it, ``history/terminal.py``):
 
 said
     The agent's own sentences in that message (outside code blocks) that name something in the code: a path,
