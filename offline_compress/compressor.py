@@ -225,7 +225,7 @@ class Compressor:
         An earlier summary of ours anywhere after the head is merged, not summarised again; ``previous`` replaces
         it."""
         # Redact first: every cut after this (error-line windows, clipped targets, the prompt) sees no secret.
-        # Tool output is read without its terminal colours (history/terminal.py), before the secret scan too.
+        # Tool output is read as a terminal shows it (history/terminal.py), before the secret scan too.
         parsed = redact_messages(plain_tool_outputs(as_messages(messages)))
         if plan is None:
             plan = plan_compaction(parsed, keep_first, self.keep_last if keep_last is None else keep_last)
