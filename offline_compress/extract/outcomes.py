@@ -19,8 +19,9 @@ _EXC_LINE = re.compile(
 )
 # A Python traceback ends with its exception at the left margin, under the indented frames: [module.]Name[: message]
 # (Django's ImproperlyConfigured, StopIteration: not only names that end in Error).
-_RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?::.*)?$")
-_BARE_EXC = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*$")
+_EXC_NAME = r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*"
+_RAISED = re.compile(rf"^{_EXC_NAME}(?::.*)?$")
+_BARE_EXC = re.compile(rf"^{_EXC_NAME}$")  # no message: the statement above it says what failed
 _FRAME = re.compile(r'^\s*File "[^"\n]{1,1000}", line \d+')
 _SHELL_ERROR = re.compile(
     r"(?:command not found|No such file or directory|Permission denied|cannot access|can't read|"
