@@ -4,12 +4,14 @@ touched (history/terminal.py)."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
 
 from offline_compress import Compressor
 from offline_compress.formats import load_history
+from offline_compress.history.conventions import unwrap_output
 from offline_compress.history.messages import as_messages
 from offline_compress.history.terminal import plain_tool_outputs, terminal_view
 
@@ -138,3 +140,47 @@ def test_a_redrawn_progress_line_is_one_line_of_the_summary() -> None:
     context = Compressor().compress(raw, keep_last=1)
     saw = [line for step in context.work_log for line in step.saw]
     assert "100%  51200 bytes" in saw and not any("\r" in line or line.startswith("10%") for line in saw)
+
+
+def test_an_older_codex_output_loses_its_codes_inside_the_json_wrapper() -> None:
+    """Older Codex CLI versions send a shell call's output as ``{"output": ..., "metadata": {"exit_code": n}}``,
+    where the escapes and returns stand escaped; the summary reads the words, and the exit code is kept."""
+    wrapped = json.dumps(
+        {"output": "\x1b[1m\x1b[31mE   KeyError: 'slug'\x1b[0m\n 10%\r100%\n", "metadata": {"exit_code": 1}}
+    )
+    assert ESC not in wrapped
+    raw = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Fix the slug bug."},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": '{"command": ["pytest"]}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": wrapped},
+        {"role": "user", "content": "Go on."},
+    ]
+    messages = as_messages(raw)
+    out = plain_tool_outputs(messages)
+    assert messages[3].text == wrapped
+    assert unwrap_output(out[3].text) == ("E   KeyError: 'slug'\n100%\n", 1)
+    context = Compressor().compress(raw, keep_last=1)
+    assert "001b" not in context.model_dump_json()
+    assert [f.reason_failed for f in context.failed_attempts] == ["E KeyError: 'slug'"]
+
+
+def test_a_json_output_that_is_not_the_wrapper_is_left_as_it_is() -> None:
+    raw = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Read the config."},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": '{"output": 3, "colour": "\\u001b[31m"}'},
+    ]
+    messages = as_messages(raw)
+    assert plain_tool_outputs(messages)[3] is messages[3]

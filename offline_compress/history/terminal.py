@@ -11,10 +11,11 @@ person."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 
-from .conventions import is_tool_output
+from .conventions import is_tool_output, unwrap_output
 from .messages import Message
 
 # CSI (ESC [ params intermediates final), OSC (ESC ] ... BEL or ST), the other string commands (DCS, SOS, PM,
@@ -56,11 +57,29 @@ def _styled(text: str) -> bool:
     return "\x1b" in text or "\r" in text
 
 
+def _may_be_styled(text: str) -> bool:
+    return _styled(text) or text.lstrip().startswith("{")  # the JSON wrapper escapes them
+
+
+def _output_view(text: str) -> str:
+    """A tool output as a terminal shows it. An older Codex CLI output is the JSON string ``{"output": text,
+    "metadata": ...}``, where an escape stands as ``\\u001b``: its ``output`` gets the view and the wrapper is
+    written back around it, so the readers that unwrap it (``unwrap_output``) see the words."""
+    if _styled(text):
+        return terminal_view(text)
+    inner = unwrap_output(text)[0]
+    if inner is text or not _styled(inner):
+        return text
+    wrapper = json.loads(text)  # unwrap_output has read it as such an object
+    wrapper["output"] = terminal_view(inner)
+    return json.dumps(wrapper, ensure_ascii=False)
+
+
 def plain_tool_outputs(messages: Sequence[Message]) -> list[Message]:
     """``messages`` with every tool output (``is_tool_output``) as a terminal shows it (``terminal_view``);
     new messages where something changed, the same objects elsewhere (the caller's are never modified)."""
     return [
-        m.with_text(terminal_view) if _styled(m.text) and is_tool_output(messages, i) else m
+        m.with_text(_output_view) if _may_be_styled(m.text) and is_tool_output(messages, i) else m
         for i, m in enumerate(messages)
     ]
 
