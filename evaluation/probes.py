@@ -201,7 +201,27 @@ def actions(messages: Sequence[Message]) -> list[Action]:
     return out
 
 
+_TRACEBACK_HEAD = re.compile(r"^\s*Traceback \(most recent call last\):")
+_RAISED_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?::.*)?$")
+
+
+def _raised(lines: list[str]) -> str | None:
+    """The exception a Python traceback raised, as Python prints it: the first line back at the margin after the
+    last traceback's indented frames, whatever its class is called (Django's ``ImproperlyConfigured``)."""
+    heads = [i for i, ln in enumerate(lines) if _TRACEBACK_HEAD.match(ln)]
+    if not heads:
+        return None
+    for ln in lines[heads[-1] + 1 :]:
+        if not ln.strip() or ln[:1].isspace():
+            continue
+        return ln.strip() if _RAISED_LINE.match(ln.strip()) else None
+    return None
+
+
 def error_line(result: str) -> str:
+    raised = _raised(result.splitlines())
+    if raised:
+        return raised[:200]
     lines = [ln.strip() for ln in result.splitlines() if ln.strip() and not ln.strip().startswith("<")]
     for line in reversed(lines):
         if _ERROR_LINE.search(line):

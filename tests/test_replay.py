@@ -98,6 +98,28 @@ def test_parsers_read_actions_results_and_failures():
     assert "IMPORTANT" not in P.artifacts("IMPORTANT: THOUGHT here")
 
 
+@pytest.mark.parametrize(
+    ("result", "line"),
+    [
+        (
+            'Traceback (most recent call last):\n  File "t.py", line 3, in <module>\n    settings.INSTALLED_APPS\n'
+            "django.core.exceptions.ImproperlyConfigured: Requested setting INSTALLED_APPS, but settings are not "
+            "configured.\n",
+            "django.core.exceptions.ImproperlyConfigured: Requested setting INSTALLED_APPS, but settings are not "
+            "configured.",
+        ),
+        (
+            '<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n  File "a.py", line 1\n'
+            "    next(it)\nStopIteration\n</output>",
+            "StopIteration",
+        ),
+        ("ls: cannot access 'x': No such file or directory", "ls: cannot access 'x': No such file or directory"),
+    ],
+)
+def test_the_evaluator_reads_the_exception_a_traceback_raised(result: str, line: str) -> None:
+    assert P.error_line(result) == line
+
+
 def test_probes_of_a_step_and_their_scores():
     m = _history()
     pr = P.build_probes(m, 13, len(m), phrases=["Always run the tests."])
