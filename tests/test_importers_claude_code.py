@@ -408,6 +408,113 @@ def test_anthropic_blocks_errors_images_and_reasoning() -> None:
     assert err.value.index == 0 and err.value.field == "role"
 
 
+def test_server_and_mcp_tools_are_calls_with_their_results() -> None:
+    """Server tools (web search, web fetch, code execution) and MCP connector tools run during the assistant's turn,
+    so their call and result both sit in its content (shapes of the Messages API's content blocks). Each becomes
+    a call and a tool message right after it, in words; encrypted content and base64 data are not carried; the
+    text after a result starts the next assistant message."""
+    body: dict[str, Any] = {
+        "system": "sys",
+        "messages": [
+            {"role": "user", "content": "Why does the build fail? Do not upgrade numpy."},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Searching."},
+                    {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "np.int"}},
+                    {
+                        "type": "web_search_tool_result",
+                        "tool_use_id": "srvtoolu_1",
+                        "content": [
+                            {
+                                "type": "web_search_result",
+                                "title": "NumPy 1.24 release notes",
+                                "url": "https://numpy.org/doc/stable/release/1.24.0-notes.html",
+                                "encrypted_content": "EqgfCioIARgBIiQ3YTAw",
+                                "page_age": "2 years ago",
+                            }
+                        ],
+                    },
+                    {"type": "text", "text": "np.int was removed in 1.24."},
+                    {
+                        "type": "server_tool_use",
+                        "id": "srvtoolu_2",
+                        "name": "bash_code_execution",
+                        "input": {"command": "python -c 'import numpy as np; np.int'"},
+                    },
+                    {
+                        "type": "bash_code_execution_tool_result",
+                        "tool_use_id": "srvtoolu_2",
+                        "content": {
+                            "type": "bash_code_execution_result",
+                            "stdout": "",
+                            "stderr": "AttributeError: module 'numpy' has no attribute 'int'",
+                            "return_code": 1,
+                            "content": [{"type": "bash_code_execution_output", "file_id": "file_011"}],
+                        },
+                    },
+                    {
+                        "type": "server_tool_use",
+                        "id": "srvtoolu_3",
+                        "name": "web_fetch",
+                        "input": {"url": "https://x.org/a"},
+                    },
+                    {
+                        "type": "web_fetch_tool_result",
+                        "tool_use_id": "srvtoolu_3",
+                        "content": {"type": "web_fetch_tool_result_error", "error_code": "url_not_accessible"},
+                    },
+                    {
+                        "type": "mcp_tool_use",
+                        "id": "mcptoolu_1",
+                        "name": "get_issue",
+                        "server_name": "tracker",
+                        "input": {"id": 7},
+                    },
+                    {
+                        "type": "mcp_tool_result",
+                        "tool_use_id": "mcptoolu_1",
+                        "is_error": False,
+                        "content": [{"type": "text", "text": "Issue 7: pin numpy<1.24"}],
+                    },
+                    {"type": "text", "text": "Pinning is what the issue asks."},
+                ],
+            },
+        ],
+    }
+    loaded = parse_history_report(json.dumps(body), "b.json")
+    assert loaded.format == "anthropic"
+    assert [(m.role, m.text, [c.function.name for c in m.tool_calls or []]) for m in loaded.messages] == [
+        ("system", "sys", []),
+        ("user", "Why does the build fail? Do not upgrade numpy.", []),
+        ("assistant", "Searching.", ["web_search"]),
+        ("tool", "NumPy 1.24 release notes\nhttps://numpy.org/doc/stable/release/1.24.0-notes.html", []),
+        ("assistant", "np.int was removed in 1.24.", ["bash_code_execution"]),
+        ("tool", "Exit code 1\nAttributeError: module 'numpy' has no attribute 'int'", []),
+        ("assistant", "", ["web_fetch"]),
+        ("tool", "Error: url_not_accessible", []),
+        ("assistant", "", ["get_issue"]),
+        ("tool", "Issue 7: pin numpy<1.24", []),
+        ("assistant", "Pinning is what the issue asks.", []),
+    ]
+    assert [m.tool_call_id for m in loaded.messages if m.role == "tool"] == [
+        "srvtoolu_1",
+        "srvtoolu_2",
+        "srvtoolu_3",
+        "mcptoolu_1",
+    ]
+    assert check_pairing(loaded.messages) == [] and loaded.skipped == () and loaded.notes == ()
+
+    from offline_compress.compressor import Compressor
+
+    summary = Compressor(None, summary_tokens=None).compress(loaded.messages, keep_last=1)
+    assert summary.user_constraints == ["Why does the build fail? Do not upgrade numpy."]
+    assert [(f.approach, f.reason_failed) for f in summary.failed_attempts] == [
+        ("python -c 'import numpy as np; np.int'", "AttributeError: module 'numpy' has no attribute 'int'"),
+        ("web_fetch url=https://x.org/a", "Error: url_not_accessible"),
+    ]
+
+
 # --- every Claude Code file of ../shared/trajectories --------------------------------------------------------
 
 

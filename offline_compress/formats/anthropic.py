@@ -17,9 +17,19 @@ OpenAI chat messages like this:
   already starts with one of the two markers the outcome classifier reads (``Error: ``, or Claude Code's
   ``Exit code N`` with N other than 0). Tool results come first in a user turn (the API requires it). Text
   that comes with them in the same turn follows them as a ``user`` message.
+* Server tools and MCP connector tools, which run during the assistant's turn, so that their call and their
+  result both sit in the assistant's content: ``server_tool_use`` / ``mcp_tool_use`` {id, name, input} -> a tool
+  call as for ``tool_use``; the result block that answers it (``web_search_tool_result``,
+  ``web_fetch_tool_result``, ``code_execution_tool_result``, ``bash_code_execution_tool_result``,
+  ``text_editor_code_execution_tool_result``, ``mcp_tool_result``, any ``*_tool_result`` with a
+  ``tool_use_id``) -> a ``tool`` message right after the assistant message that made the call, and the blocks
+  after it start a new assistant message. The result's text is what it holds in words: a search hit's title and
+  URL, a fetched page's URL and text, a run's stdout and stderr (``Exit code N`` first when N is not 0), an MCP
+  result's text; an error object reads ``Error: <error_code>``. Encrypted content, base64 data and file ids are
+  not carried.
 * ``thinking`` / ``redacted_thinking`` -> left out. This is the model's hidden reasoning, not history text; the
-  API does not show it to the model again after the turn. Other assistant blocks (server tools, for example)
-  are left out too. Both are counted in ``Imported.notes``.
+  API does not show it to the model again after the turn. Other assistant blocks (a container upload, for
+  example) are left out too. Both are counted in ``Imported.notes``.
 
 A tool result must answer a call made before it (``history/cut.py`` keeps a call and its results together by
 that order). A result whose ``tool_use_id`` answers no pending call is left out and reported in
@@ -29,8 +39,9 @@ that order). A result whose ``tool_use_id`` answers no pending call is left out 
 ``max_tokens``...) are not history, and tool schemas are not read.
 
 Detection: this importer must not take OpenAI-format files, so it only accepts an object with both top-level
-``system`` and ``messages``, or a list or ``messages`` whose messages hold ``tool_use`` / ``tool_result``
-blocks. Every role must be ``user`` or ``assistant``. Anything else raises ``InputError``.
+``system`` and ``messages``, or a list or ``messages`` whose messages hold ``tool_use`` / ``tool_result`` (or
+``server_tool_use`` / ``mcp_tool_use``) blocks. Every role must be ``user`` or ``assistant``. Anything else
+raises ``InputError``.
 """
 
 from __future__ import annotations
@@ -49,7 +60,13 @@ from .openai import parse_json
 FORMAT = "anthropic"
 
 ROLES = ("user", "assistant")
-TOOL_BLOCKS = frozenset({"tool_use", "tool_result"})
+CALL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+TOOL_BLOCKS = CALL_BLOCKS | {"tool_result"}  # no OpenAI message holds one of these
+# Fields of a server tool's result that hold no words: encrypted pages and output, ids, types, dates.
+_NOT_WORDS = frozenset(
+    {"type", "encrypted_content", "encrypted_stdout", "file_id", "media_type", "page_age", "retrieved_at"}
+    | {"citations", "tool_use_id", "file_type", "caller"}
+)
 HIDDEN_REASONING = frozenset({"thinking", "redacted_thinking"})
 # An error result whose text already begins like this needs no added "Error: " line (see outcomes.py).
 _ERROR_MARKED = re.compile(r"\A(?:Error: |Exit code -?0*[1-9]\d*\b)")
@@ -88,12 +105,12 @@ def block_text(block: Mapping[str, Any], field: str = "content") -> str:
 
 
 def tool_call(block: Mapping[str, Any]) -> dict[str, Any]:
-    """A ``tool_use`` block as an OpenAI tool call."""
+    """A ``tool_use`` (or server / MCP tool use) block as an OpenAI tool call."""
     call_id, name = block.get("id"), block.get("name")
     if not isinstance(call_id, str) or not call_id:
-        raise BlockError("a tool_use block has no 'id' string", "id")
+        raise BlockError(f"a {block['type']} block has no 'id' string", "id")
     if not isinstance(name, str) or not name:
-        raise BlockError(f"tool_use {call_id} has no 'name' string", "name")
+        raise BlockError(f"{block['type']} {call_id} has no 'name' string", "name")
     arguments = json.dumps(block["input"], ensure_ascii=False) if "input" in block else ""
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
@@ -110,6 +127,37 @@ def tool_result_text(block: Mapping[str, Any]) -> str:
     if block.get("is_error") is True and not _ERROR_MARKED.match(text):
         text = f"Error: {text}" if text else "Error: (no output)"
     return text
+
+
+def is_server_result(block: Mapping[str, Any]) -> bool:
+    """A block in the assistant's content that answers a server or MCP tool call made in the same turn."""
+    return block["type"] != "tool_result" and block["type"].endswith("_tool_result") and "tool_use_id" in block
+
+
+def _words(value: Any) -> list[str]:
+    """The text of a server tool's result, in order: its strings, ``Error: <error_code>`` for an error object,
+    ``Exit code N`` before a run's output when N is not 0; nothing of encrypted fields or base64 data."""
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, list):
+        return [w for v in value for w in _words(v)]
+    if not isinstance(value, Mapping):
+        return []
+    kind = value.get("type")
+    if isinstance(kind, str) and kind.endswith("_error"):
+        return [f"Error: {value.get('error_code') or kind}"]
+    if kind == "base64":
+        return []
+    code = value.get("return_code")
+    failed = [f"Exit code {code}"] if isinstance(code, int) and not isinstance(code, bool) and code != 0 else []
+    return failed + [w for k, v in value.items() if k not in _NOT_WORDS for w in _words(v)]
+
+
+def server_result_text(block: Mapping[str, Any]) -> str:
+    """A server or MCP tool's result block as the text of a ``tool`` message (module docstring)."""
+    if block["type"] == "mcp_tool_result":  # the shape of a tool_result
+        return tool_result_text(block)
+    return "\n".join(_words(block.get("content")))
 
 
 class Thread:
@@ -133,20 +181,35 @@ class Thread:
 
     def assistant(self, content: Any, where: str, *, turn: str | None = None) -> None:
         """An assistant message. Blocks of one API message (``turn``) added one after another join the same
-        message: Claude Code writes each block of a response on a line of its own."""
+        message: Claude Code writes each block of a response on a line of its own. A server tool's result in the
+        content ends the message there: the result follows as a ``tool`` message, the blocks after it start the
+        next assistant message."""
+        parts: list[tuple[list[str], list[dict[str, Any]], tuple[str, str] | None]] = []
         texts: list[str] = []
         calls: list[dict[str, Any]] = []
         dropped: Counter[str] = Counter()
-        for block in _blocks(content):
+        for block in _blocks(content):  # read whole before anything changes (a BlockError leaves no trace)
             kind = block["type"]
             if kind == "text":
                 if text := block_text(block):
                     texts.append(text)
-            elif kind == "tool_use":
+            elif kind in CALL_BLOCKS:
                 calls.append(tool_call(block))
+            elif is_server_result(block):
+                if not isinstance(block["tool_use_id"], str):
+                    raise BlockError(f"a {kind} block has no 'tool_use_id' string", "tool_use_id")
+                parts.append((texts, calls, (block["tool_use_id"], server_result_text(block))))
+                texts, calls = [], []
             else:
                 dropped[kind] += 1
+        parts.append((texts, calls, None))
         self.left_out.update(dropped)
+        for texts, calls, result in parts:
+            self._assistant(texts, calls, where, turn)
+            if result is not None:
+                self._result(*result, where)
+
+    def _assistant(self, texts: list[str], calls: list[dict[str, Any]], where: str, turn: str | None) -> None:
         fresh = []
         for call in calls:
             if call["id"] in (self._pending if self.reuse_answered_ids else self._call_ids):
@@ -170,6 +233,15 @@ class Thread:
         self.raws.append((where, raw))
         self._turn = turn
 
+    def _result(self, call_id: str, text: str, where: str) -> bool:
+        """A ``tool`` message answering the pending call ``call_id``; False (left out, and said) when none is."""
+        if call_id not in self._pending:
+            self.skipped.append(f"{where}: tool result for {call_id} answers no pending call; left out")
+            return False
+        self._pending.discard(call_id)
+        self.raws.append((where, {"role": "tool", "content": text, "tool_call_id": call_id}))
+        return True
+
     def user(self, content: Any, where: str) -> int:
         """A user turn: its tool results as ``tool`` messages, then its other blocks as one ``user`` message.
         Returns the number of ``user`` messages added (0 or 1)."""
@@ -180,13 +252,8 @@ class Thread:
                 raise BlockError("a tool_result block has no 'tool_use_id' string", "tool_use_id")
         texts = [block_text(b) for b in blocks if b["type"] != "tool_result"]
         for block, text in results:
-            call_id = block["tool_use_id"]
-            if call_id not in self._pending:
-                self.skipped.append(f"{where}: tool result for {call_id} answers no pending call; left out")
-                continue
-            self._pending.discard(call_id)
-            self.raws.append((where, {"role": "tool", "content": text, "tool_call_id": call_id}))
-            self._turn = None
+            if self._result(block["tool_use_id"], text, where):
+                self._turn = None
         if not texts:
             return 0
         self.raws.append((where, {"role": "user", "content": "\n".join(texts)}))
