@@ -238,3 +238,38 @@ def test_an_applied_edit_whose_tests_failed_still_changed_its_file() -> None:
     assert [f.reason_failed for f in applied.failed_attempts] == ["AssertionError"]
     refused = facts_of("<observation>\nString 'return a' not found in pkg/mod.py\n</observation>")
     assert refused.tool_events[0].outcome == "error" and refused.files_changed == []
+
+
+def test_swe_agent_function_calling_edits_name_the_open_file_and_their_change() -> None:
+    """SWE-agent 1.x function calling edits the file it has open: ``edit`` {search, replace}, ``insert`` {text},
+    and ``find_file`` looks for {file_name} (tests/fixtures/swe-agent, marshmallow-1867, read here as raw JSON).
+    The work log names the file and shows the change (it was a bare ``edit`` before), and the tool-call list's
+    target of an edit is the file, not its search text."""
+    import gzip
+    from pathlib import Path
+
+    from offline_compress import Compressor
+    from offline_compress.formats import load_history
+
+    path = Path(__file__).parent / "fixtures" / "swe-agent" / "marshmallow-1867-function-calling.traj.gz"
+    raw = json.loads(gzip.decompress(path.read_bytes()))["history"]
+    calls = {
+        c["function"]["name"]: json.loads(c["function"]["arguments"])
+        for h in raw
+        if not h.get("is_demo")
+        for c in h.get("tool_calls") or []
+    }
+    edit, insert, find = calls["edit"], calls["insert"], calls["find_file"]
+    summary = Compressor(summary_tokens=None).compress(load_history(path), keep_last=2)
+    ran = {s.ran.split(None, 1)[0]: s.ran for s in summary.work_log}
+    edited = ran["edit"].split("\n")
+    assert edited[0].startswith("edit ") and edited[0].endswith("src/marshmallow/fields.py")
+    assert edited[1:] == [f"- {ln}" for ln in edit["search"].split("\n")] + [
+        f"+ {ln}" for ln in edit["replace"].split("\n")
+    ]
+    inserted = ran["insert"].split("\n")
+    assert inserted[0].startswith("insert ") and inserted[0].endswith("reproduce.py")
+    assert inserted[1:] == [f"+ {ln}" for ln in insert["text"].split("\n")]
+    assert ran["find_file"] == f"find_file {find['file_name']} in {find['dir']}"
+    targets = {(t.tool, t.target) for t in summary.tool_calls_summary}
+    assert ("edit", "src/marshmallow/fields.py") in targets and ("find_file", find["file_name"]) in targets

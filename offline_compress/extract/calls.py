@@ -36,7 +36,9 @@ SHELL_TOOLS = frozenset(
     "execute_shell command_line local_shell container.exec bash_tool shell_command bash_code_execution".split()
 )
 READ_TOOLS = frozenset("read read_file view view_file open open_file cat viewcode view_code get_file readfile".split())
-EDIT_TOOLS = frozenset("edit multiedit str_replace replace_in_file edit_file apply_patch patch rewrite".split())
+EDIT_TOOLS = frozenset(
+    "edit multiedit str_replace replace_in_file edit_file apply_patch patch rewrite insert append".split()
+)
 WRITE_TOOLS = frozenset("write write_file create create_file save_file notebookedit".split())
 SEARCH_TOOLS = frozenset(
     "grep glob find search search_codebase semanticsearch findclass findfunction findcodesnippet search_dir "
@@ -73,6 +75,7 @@ _PATTERN_KEYS = (
     "class_name",
     "function_name",
     "code_snippet",
+    "file_name",  # SWE-agent's find_file
 )
 _WHERE_KEYS = ("path", "dir", "directory", "file_pattern", "glob", "include")
 _COMMAND_KEYS = ("command", "cmd", "script")
@@ -136,7 +139,7 @@ class Call:
             return out
         if self.kind == "search":
             where = f" in {self.where}" if self.where else ""
-            return [f"{tool} {_quote(self.pattern)}{where}".rstrip()]
+            return [" ".join(x for x in (tool, _quote(self.pattern) if self.pattern else "", where.strip()) if x)]
         if self.kind in ("plan", "agent", "finish"):
             title = self.items[0] if self.kind == "agent" and self.items else ""
             body = self.items[1:] if self.kind == "agent" else self.items
@@ -342,8 +345,8 @@ def read_call(name: str, raw_arguments: str) -> Call:
             name,
             "edit",
             paths=paths,
-            old=(first_string(args, ("old_string", "old_str", "old")),),
-            new=(first_string(args, ("new_string", "new_str", "new", *_CONTENT_KEYS)),),
+            old=(first_string(args, ("old_string", "old_str", "old", "search")),),  # SWE-agent: search / replace
+            new=(first_string(args, ("new_string", "new_str", "new", "replace", *_CONTENT_KEYS)),),
             sub="all" if args.get("replace_all") is True else "",
         )
     if low in WRITE_TOOLS:

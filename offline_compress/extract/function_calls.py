@@ -4,6 +4,7 @@ vocabularies of the common harnesses). Shell tools are read as their command lin
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from .calls import PATH_KEYS, SHELL_TOOLS, first_string, parse_arguments, read_call, shell_command
@@ -84,7 +85,8 @@ def analyse_function_call(name: str, raw_args: str, state: ShellState) -> CallFa
         shown = f"{name}: {shell_cmd}" if lname in SHELL_TOOLS else shell_cmd
         return CallFacts(tool, target, shell_cmd, reads, writes, ro, shown, True)
     path = first_string(args, PATH_KEYS)
-    pattern = first_string(args, _PATTERN_KEYS)
+    # an edit's "search" is the text it replaces (SWE-agent's edit), not what the call looked for
+    pattern = "" if call.kind in ("edit", "write") else first_string(args, _PATTERN_KEYS)
     url = args.get("url") if isinstance(args.get("url"), str) else ""
     sub = args.get("command") if isinstance(args.get("command"), str) else ""
     reads = []
@@ -116,6 +118,7 @@ def analyse_function_call(name: str, raw_args: str, state: ShellState) -> CallFa
     if lname in SWE_EDIT_COMMANDS and not path and state.open_file:
         writes.append(state.open_file)
         path = state.open_file
+        shown = "\n".join(replace(call, paths=(clean_path(path) or path,)).lines())  # SWE-agent edits the open file
     if pattern:
         target = pattern + (f" in {path}" if path else "")
     else:
