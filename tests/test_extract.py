@@ -425,12 +425,36 @@ def test_a_call_whose_paths_are_nested_in_its_arguments_targets_them(extractive_
             "error",
             "go()' not found in pkg/mod.py",
         ),
+        # a line that ends with a colon comes with the detail it introduces on the next line
         (
             "Multiple occurrences of string found:\n- Line 407\n- Line 417\nTry including more surrounding lines.",
             False,
             "error",
-            "Multiple occurrences of string found:",
+            "Multiple occurrences of string found:\n- Line 407",
         ),
+        (
+            "Error: <tool_use_error>InputValidationError: BashOutput failed due to the following issue:\n"
+            "An unexpected parameter `block` was provided</tool_use_error>",
+            False,
+            "error",
+            "Error: <tool_use_error>InputValidationError: BashOutput failed due to the following issue:\n"
+            "An unexpected parameter `block` was provided</tool_use_error>",
+        ),
+        (
+            '<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n  File "t.py", line 2\n'
+            "    np.testing.assert_array_equal(a, b)\nAssertionError: \nArrays are not equal\n\nMismatched elements: 3 / 4\n"
+            "</output>",
+            False,
+            "error",
+            "AssertionError: \nArrays are not equal",
+        ),
+        (
+            "error: the following files would be overwritten:\n\n  a.py\n",
+            False,
+            "error",
+            "error: the following files would be overwritten:",
+        ),
+        ("<observation>\nError: nothing to edit:\n</observation>", False, "error", "Error: nothing to edit:"),
         (
             "New string 'x = 1' already exists in a.py. No changes were made.",
             False,

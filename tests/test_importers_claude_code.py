@@ -568,3 +568,25 @@ def test_a_polling_loop_is_one_step_of_the_work_log_with_its_count() -> None:
     assert max(s.times for s in polls) == longest
     for a, b in zip(summary.work_log, summary.work_log[1:]):
         assert not ((a.ran, a.outcome) == (b.ran, b.outcome) and not b.said and not b.code)
+
+
+def test_an_error_that_introduces_its_detail_keeps_it() -> None:
+    """Claude Code refused a BashOutput call: "InputValidationError: BashOutput failed due to the following
+    issue:", and the issue on the next line. The failed attempt's reason holds both lines (read here from the
+    session's raw records)."""
+    from offline_compress.compressor import Compressor
+
+    records = thread(raw_records(raw_lines(SESSION))[0])
+    refusals = [
+        b["content"]
+        for r in records
+        if isinstance(r["message"]["content"], list)
+        for b in r["message"]["content"]
+        if b.get("type") == "tool_result" and "InputValidationError" in str(b.get("content"))
+    ]
+    assert refusals
+    first, detail = str(refusals[0]).replace("<tool_use_error>", "").split("\n")[:2]
+    assert first.endswith("issue:") and detail.strip()
+    summary = Compressor(None, summary_tokens=None).compress(load_history_report(SESSION).messages)
+    reasons = [f.reason_failed for f in summary.failed_attempts if "InputValidationError" in f.reason_failed]
+    assert reasons and detail.replace("</tool_use_error>", "") in reasons[0]

@@ -72,6 +72,24 @@ def _raised_by(text: str, at: int, line: str) -> str:
     return text[text.rfind(statement, 0, at) : at + len(line)]
 
 
+def _with_detail(text: str, at: int, line: str) -> str:
+    """An error line that ends with a colon introduces its detail on the next line ("BashOutput failed due to the
+    following issue:" / "An unexpected parameter `block` was provided"): the two lines as they stand in ``text``
+    (a substring of it) when the next one is not blank and both fit. Any other line as it is."""
+    if not line.rstrip().endswith(":"):
+        return line
+    start = text.find("\n", at + len(line))
+    if start < 0:
+        return line
+    end = text.find("\n", start + 1)
+    detail = text[start + 1 : end if end >= 0 else len(text)]
+    if not detail.strip() or detail.lstrip().startswith("</"):  # no detail, or the end of a harness's wrapper
+        return line
+    if len(line.strip()) + 1 + len(detail.strip()) > MAX_ERROR_LINE_CHARS:
+        return line
+    return text[at : start + 1 + len(detail.rstrip())]
+
+
 def _lines(text: str, start: int) -> Iterator[tuple[int, str]]:
     """(offset, line without its break) of each line of ``text[start:]``."""
     at = start
@@ -88,7 +106,7 @@ def _last_exception_line(text: str) -> str | None:
             if not s or line[:1].isspace() or s.startswith('File "'):
                 continue
             if len(s) <= 2000 and (_RAISED.match(s) or _EXC_LINE.match(s)):  # bounded: the match stays linear
-                return _raised_by(text, at, line)
+                return _with_detail(text, at, _raised_by(text, at, line))
             break  # something else there (an output cut short, a harness's note): read by the names below
     found = None
     for at, line in _lines(text, tb.end() if tb else 0):
@@ -97,7 +115,7 @@ def _last_exception_line(text: str) -> str | None:
             found = (at, line)
             if tb:
                 break  # the first exception line after the last traceback is the raised one
-    return _raised_by(text, *found) if found else None
+    return _with_detail(text, found[0], _raised_by(text, *found)) if found else None
 
 
 def _error_line(text: str, exit_code: int | None, allow_exceptions: bool = True) -> str | None:
@@ -111,7 +129,7 @@ def _error_line(text: str, exit_code: int | None, allow_exceptions: bool = True)
         b = text.find("\n", m.end())
         line = text[a : b if b >= 0 else len(text)]
         if line.strip():
-            return _clip_line(line)
+            return _clip_line(_with_detail(text, a, line))
     summaries = list(_PYTEST_SUMMARY.finditer(text))
     if summaries and "failed" in summaries[-1].group(1) or summaries and "error" in summaries[-1].group(1):
         return _clip_line(summaries[-1].group(0))
