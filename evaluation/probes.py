@@ -219,10 +219,11 @@ def _raised(lines: list[str]) -> str | None:
 
 
 def error_line(result: str) -> str:
-    raised = _raised(result.splitlines())
+    raw = result.splitlines()
+    raised = _raised(raw)
     if raised:
         return raised[:200]
-    lines = [ln.strip() for ln in result.splitlines() if ln.strip() and not ln.strip().startswith("<")]
+    lines = [ln.strip() for ln in raw if ln.strip() and not ln.strip().startswith("<")]
     for line in reversed(lines):
         if _ERROR_LINE.search(line):
             return line[:200]

@@ -138,8 +138,8 @@ class Call:
                 out += [f"+ {ln}" for ln in _split(self.new[k] if k < len(self.new) else "")]
             return out
         if self.kind == "search":
-            where = f" in {self.where}" if self.where else ""
-            return [" ".join(x for x in (tool, _quote(self.pattern) if self.pattern else "", where.strip()) if x)]
+            where = f"in {self.where}" if self.where else ""
+            return [" ".join(x for x in (tool, _quote(self.pattern), where) if x)]
         if self.kind in ("plan", "agent", "finish"):
             title = self.items[0] if self.kind == "agent" and self.items else ""
             body = self.items[1:] if self.kind == "agent" else self.items

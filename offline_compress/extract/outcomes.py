@@ -60,9 +60,10 @@ def _clip_line(line: str) -> str:
 def _raised_by(text: str, at: int, line: str) -> str:
     """A bare exception (``AssertionError``: no message says what failed) with the statement that raised it, as
     a Python traceback shows them: the indented line right under the last ``File "…", line N`` line, then the
-    exception; the two lines as they stand in ``text`` (a substring of it). Any other exception line as it is."""
+    exception; the two lines as they stand in ``text`` (a substring of it). Any other exception line with the
+    detail it introduces (``_with_detail``)."""
     if not _BARE_EXC.match(line.strip()):
-        return line
+        return _with_detail(text, at, line)
     before = text[max(0, at - 2 * MAX_ERROR_LINE_CHARS) : at].splitlines()
     if len(before) < 2 or not _FRAME.match(before[-2]) or not before[-1][:1].isspace() or not before[-1].strip():
         return line
@@ -106,7 +107,7 @@ def _last_exception_line(text: str) -> str | None:
             if not s or line[:1].isspace() or s.startswith('File "'):
                 continue
             if len(s) <= 2000 and (_RAISED.match(s) or _EXC_LINE.match(s)):  # bounded: the match stays linear
-                return _with_detail(text, at, _raised_by(text, at, line))
+                return _raised_by(text, at, line)
             break  # something else there (an output cut short, a harness's note): read by the names below
     found = None
     for at, line in _lines(text, tb.end() if tb else 0):
@@ -115,7 +116,7 @@ def _last_exception_line(text: str) -> str | None:
             found = (at, line)
             if tb:
                 break  # the first exception line after the last traceback is the raised one
-    return _with_detail(text, found[0], _raised_by(text, *found)) if found else None
+    return _raised_by(text, *found) if found else None
 
 
 def _error_line(text: str, exit_code: int | None, allow_exceptions: bool = True) -> str | None:
