@@ -292,17 +292,48 @@ def check_loop(loop: Loop, archive: Archive, distinct: dict[str, set[str]]) -> l
 _CUT = re.compile(
     r"\n\[… [\d,]+ characters cut here to fit the context window; the whole message is in the archive …\]\n"
 )
+_CUT_LINES = re.compile(
+    r"\[… [\d,]+ characters cut here and at each … below to fit the context window; the whole message is in the "
+    r"archive …\]"
+)
+
+
+def _lines_cut_from(returned: str, given: str) -> bool:
+    """``returned`` is ``given`` cut by whole lines: its first line, then lines of ``given`` in their order (a long
+    one may end in ``…`` where it was cut), one cut note where lines were first left out and ``…`` lines at the
+    other places."""
+    lines = returned.split("\n")
+    if sum(bool(_CUT_LINES.fullmatch(x)) for x in lines) != 1:
+        return False
+    kept = [x for x in lines if x != "…" and not _CUT_LINES.fullmatch(x)]
+    source = given.split("\n")
+    if not kept or not _line_of(kept[0], source[0]):
+        return False
+    at = 0
+    for line in kept:
+        while at < len(source) and not _line_of(line, source[at]):
+            at += 1
+        if at == len(source):
+            return False
+        at += 1
+    return True
+
+
+def _line_of(shown: str, line: str) -> bool:
+    return shown == line or (shown.endswith("…") and line.startswith(shown[:-1]))
 
 
 def _same_or_cut(returned: Any, given: Any) -> bool:
-    """``returned`` is ``given``, or a copy of it whose texts lost their middle (the hook's last resort when recent
-    messages do not fit the window): the same keys, values and lengths, but texts that keep the given text's start
-    and end around one cut note."""
+    """``returned`` is ``given``, or a copy of it whose texts were cut (the hook's last resort when recent messages
+    do not fit the window): the same keys, values and lengths, but texts that keep the given text's start and end
+    around one cut note, or that keep some of its lines (``_lines_cut_from``)."""
     if returned == given:
         return True
     if isinstance(returned, str) and isinstance(given, str):
         parts = _CUT.split(returned)
-        return len(parts) == 2 and given.startswith(parts[0]) and given.endswith(parts[1])
+        if len(parts) == 2:
+            return given.startswith(parts[0]) and given.endswith(parts[1])
+        return _lines_cut_from(returned, given)
     if isinstance(returned, Mapping) and isinstance(given, Mapping):
         return returned.keys() == given.keys() and all(_same_or_cut(returned[k], given[k]) for k in returned)
     if isinstance(returned, Sequence) and isinstance(given, Sequence):

@@ -268,11 +268,36 @@ _CUT_NOTE = re.compile(
 )
 
 
+_LINES_NOTE = re.compile(
+    r"\[… [\d,]+ characters cut here and at each … below to fit the context window; the whole message is in the "
+    r"archive …\]"
+)
+
+
 def _is_cut_copy(message: Any, original: Any) -> bool:
     """A recent message the hook shortened because it did not fit the window (its last resort): the original's
     keys and values, but texts (a string content, or the text of content parts) that keep the original's start
-    and end around one cut note."""
+    and end around one cut note, or (a tool output) some of its lines in order around one note and ``…`` lines."""
     return message != original and _cut_or_same(message, original)
+
+
+def _lines_of(a: str, b: str) -> bool:
+    """``a`` holds lines of ``b`` in their order, the first one first (a line may end in ``…`` where it was cut),
+    with one cut note and ``…`` lines where lines were left out."""
+    lines = a.split("\n")
+    if sum(bool(_LINES_NOTE.fullmatch(x)) for x in lines) != 1:
+        return False
+    kept, given = [x for x in lines if x != "…" and not _LINES_NOTE.fullmatch(x)], b.split("\n")
+    at = 0
+    for k, x in enumerate(kept):
+        while at < len(given) and not (x == given[at] or (x.endswith("…") and given[at].startswith(x[:-1]))):
+            if k == 0:
+                return False
+            at += 1
+        if at == len(given):
+            return False
+        at += 1
+    return True
 
 
 def _cut_or_same(a: Any, b: Any) -> bool:
@@ -280,7 +305,9 @@ def _cut_or_same(a: Any, b: Any) -> bool:
         return True
     if isinstance(a, str) and isinstance(b, str):
         parts = _CUT_NOTE.split(a)
-        return len(parts) == 2 and b.startswith(parts[0]) and b.endswith(parts[1])
+        if len(parts) == 2:
+            return b.startswith(parts[0]) and b.endswith(parts[1])
+        return _lines_of(a, b)
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_cut_or_same(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):

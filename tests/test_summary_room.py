@@ -135,11 +135,12 @@ def test_room_zero_is_validated_and_the_earlier_rule(tmp_path):
 def test_a_later_compaction_reads_a_cut_message_whole(extractive, tmp_path):
     # A line in the middle of an output that a compaction cut (to make room) is gone from the agent's history; the
     # next compaction summarises the original, so the summary can show it again. The output's other lines name
-    # nothing (a log of progress dots), so that line is one the work log would offer.
+    # nothing (long lines of progress), so that line is one the work log would offer; they are few and long, so
+    # the output is cut in its middle (a cut by lines would keep the one line that names something).
     sentinel = "quux_registry_7781 = load_registry(strict=True)"
     history = squeezed_history()
-    lines = ["checking ... ok"] * 1400  # about 5,500 tokens: cut to make room
-    lines[1000] = sentinel
+    lines = ["checking ... ok " * 250] * 7  # about 5,500 tokens: cut to make room
+    lines[3] = sentinel
     history[-1] = {**history[-1], "content": "\n".join(lines)}
     hook = CompactionHook(8192, archive_path=tmp_path / "a.sqlite3", compressor=extractive)
     live = hook.before_step(history)
