@@ -56,11 +56,13 @@ def test_a_viewers_line_number_is_not_what_a_line_names():
     assert len(between) >= 3 and all(x.split("→")[1] for x in between)
 
 
-def test_a_text_of_few_or_very_long_lines_is_cut_in_its_middle():
+def test_a_text_of_few_or_very_long_lines_or_over_a_million_characters_is_cut_in_its_middle():
     few = "\n".join(f"line_{k} = {k}" * 40 for k in range(5))
     assert clip_lines(few, 300) == clip_middle(few, 300)
     long = "\n".join(f"row_{k} " * 900 for k in range(10))  # 10 lines of 5-6k characters
     assert clip_lines(long, 20_000) == clip_middle(long, 20_000)
+    huge = "\n".join(f"value_{k} = f({k})" for k in range(60_000))  # over a million characters
+    assert len(huge) > 1_000_000 and clip_lines(huge, 5_000) == clip_middle(huge, 5_000)
     short = "a\nb\nc"
     assert clip_lines(short, 100) == short  # within keep: as it was
 

@@ -37,6 +37,9 @@ CUT_LINES_NOTE = (
 GAP = "…"
 FEWEST_LINES = 8  # a text of fewer lines is cut in its middle
 LINE_CHARS = 240  # a longer line is shown up to this
+# A longer text is cut in its middle: reading the names of every line of it would take seconds (13 MB: 2.4 s), and
+# it is over any model's window anyway (about 250k tokens)
+LINES_TEXT_CHARS = 1_000_000
 EDGE_SHARE = 0.4  # of the characters a cut by lines keeps, this share for the first and the last lines
 _NUMBERED = re.compile(r"\A\s*\d+(?:→|\t|:)")
 
@@ -83,12 +86,19 @@ def clip_lines(text: str, keep: int) -> str:
     """``text`` cut by whole lines to about ``keep`` characters: its first and last lines (``EDGE_SHARE`` of them, the
     start's share as ``clip_middle`` keeps it), then the lines between that name what no line kept names, most
     names per character first, shown in their order; the cut note stands where lines were first left out and
-    ``…`` at each other place. A text of fewer than ``FEWEST_LINES`` lines, or of lines so long that their starts
-    would keep less than asked, is cut in its middle instead (``clip_middle``)."""
+    ``…`` at each other place. A text of fewer than ``FEWEST_LINES`` lines, of lines so long that their starts
+    would keep less than asked, or of more than ``LINES_TEXT_CHARS``, is cut in its middle instead
+    (``clip_middle``)."""
     lines = text.split("\n")
     budget = keep - len(CUT_LINES_NOTE)
     shown = [x if len(x) <= LINE_CHARS else x[: LINE_CHARS - 1] + GAP for x in lines]
-    if len(text) <= keep or len(lines) < FEWEST_LINES or budget < LINE_CHARS or sum(map(len, shown)) < keep:
+    if (
+        len(text) <= keep
+        or len(text) > LINES_TEXT_CHARS
+        or len(lines) < FEWEST_LINES
+        or budget < LINE_CHARS
+        or sum(map(len, shown)) < keep
+    ):
         return clip_middle(text, keep)
     edge = int(budget * EDGE_SHARE)
     start, last = int(edge * HEAD_SHARE), len(lines) - 1
