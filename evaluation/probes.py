@@ -207,11 +207,13 @@ _RAISED_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?::.*)?$")
 
 def _raised(lines: list[str]) -> str | None:
     """The exception a Python traceback raised, as Python prints it: the first line back at the margin after the
-    last traceback's indented frames, whatever its class is called (Django's ``ImproperlyConfigured``)."""
+    last traceback's indented frames (after its last ``File "…", line N`` frame: what the program printed to its
+    other stream may stand between the frames), whatever its class is called (Django's ``ImproperlyConfigured``)."""
     heads = [i for i, ln in enumerate(lines) if _TRACEBACK_HEAD.match(ln)]
     if not heads:
         return None
-    for ln in lines[heads[-1] + 1 :]:
+    frames = [i for i in range(heads[-1] + 1, len(lines)) if lines[i].lstrip().startswith('File "')]
+    for ln in lines[(frames[-1] if frames else heads[-1]) + 1 :]:
         if not ln.strip() or ln[:1].isspace():
             continue
         return ln.strip() if _RAISED_LINE.match(ln.strip()) else None

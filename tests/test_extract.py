@@ -496,6 +496,17 @@ def test_a_call_whose_paths_are_nested_in_its_arguments_targets_them(extractive_
             "django.core.exceptions.ImproperlyConfigured: Requested setting INSTALLED_APPS, but settings are not "
             "configured.",
         ),
+        # ...after the last frame: what the program printed meanwhile (its stdout, between the frames) is not it
+        (
+            "<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n"
+            "  File \"/testbed/r.py\", line 65, in reproduce\nDEBUG: old_fields=('pink', 'weight')\n"
+            '    op.database_forwards("app", editor, state, new_state)\n'
+            '  File "/testbed/models.py", line 973, in database_forwards\n    print(f"DEBUG: {old_name}")\n'
+            "NameError: name 'old_name' is not defined\n</output>",
+            False,
+            "error",
+            "NameError: name 'old_name' is not defined",
+        ),
         (
             'Traceback (most recent call last):\n  File "gen.py", line 4, in <module>\n    next(it)\nStopIteration\n'
             "done\n",

@@ -113,6 +113,12 @@ def test_parsers_read_actions_results_and_failures():
             "    next(it)\nStopIteration\n</output>",
             "StopIteration",
         ),
+        (  # what the program printed between the frames is not the exception
+            'Traceback (most recent call last):\n  File "r.py", line 65, in reproduce\nDEBUG: fields=(1, 2)\n'
+            "    run()\n  File \"m.py\", line 9, in run\n    print(name)\nNameError: name 'name' is not defined\n"
+            "DEBUG: done\n",
+            "NameError: name 'name' is not defined",
+        ),
         ("ls: cannot access 'x': No such file or directory", "ls: cannot access 'x': No such file or directory"),
     ],
 )
