@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import re
 
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
 from offline_compress.history.messages import as_messages
 from offline_compress.history.shrink import CUT_LINES_NOTE, CUT_NOTE, clip_lines, clip_middle, shorten_recent
 from offline_compress.tokens.counter import default_counter
@@ -65,6 +68,38 @@ def test_a_text_of_few_or_very_long_lines_or_over_a_million_characters_is_cut_in
     assert len(huge) > 1_000_000 and clip_lines(huge, 5_000) == clip_middle(huge, 5_000)
     short = "a\nb\nc"
     assert clip_lines(short, 100) == short  # within keep: as it was
+
+
+_LINE = st.one_of(
+    st.text(alphabet="abcxyz_./019 ()'→\t", min_size=20, max_size=80),
+    st.from_regex(r"[ ]{0,8}[a-z_]{1,12}(\.[a-z_]{1,8})?\([0-9]{0,4}\)", fullmatch=True),
+    st.text(max_size=400),  # anything, long lines too
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(_LINE, min_size=40, max_size=200), share=st.floats(min_value=0.2, max_value=0.9))
+def test_a_cut_by_lines_keeps_lines_of_the_text_in_order_within_what_it_was_asked(lines: list[str], share: float):
+    text = "\n".join(lines)
+    keep = max(1, int(len(text) * share))
+    cut = clip_lines(text, keep)
+    assert clip_lines(text, keep) == cut
+    if cut == clip_middle(text, keep):
+        event("cut in its middle")
+        return
+    event("cut by lines")
+    assert len(cut) <= keep + 16  # about what was asked (the note's count may be longer than its placeholder)
+    shown = kept_lines(cut)
+    given_lines = text.split("\n")
+    assert len(LINES_NOTE.findall(cut)) == 1
+    at = 0
+    for k, line in enumerate(shown):  # each kept line is a line of the text (or its start), in order
+        while not (line == given_lines[at] or (line.endswith("…") and given_lines[at].startswith(line[:-1]))):
+            assert k > 0, "the first line is the text's first"
+            at += 1
+        at += 1
+    last = given_lines[-1]
+    assert shown[-1] == last or (shown[-1].endswith("…") and last.startswith(shown[-1][:-1]))
 
 
 def test_a_cut_by_lines_is_deterministic():
