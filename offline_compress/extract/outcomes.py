@@ -22,8 +22,7 @@ _EXC_LINE = re.compile(
 _EXC_NAME = r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*"
 _RAISED = re.compile(rf"^{_EXC_NAME}(?::.*)?$")
 _BARE_EXC = re.compile(rf"^{_EXC_NAME}$")  # no message: the statement above it says what failed
-_FRAME = re.compile(r'^\s*File "[^"\n]{1,1000}", line \d+')
-_FRAME_LINE = re.compile(r'^[ \t]*File "[^"\n]{1,1000}", line \d+.*$', re.M)
+_FRAME = re.compile(r'^[ \t]*File "[^"\n]{1,1000}", line \d+.*$', re.M)  # a traceback's frame line, whole
 _SHELL_ERROR = re.compile(
     r"(?:command not found|No such file or directory|Permission denied|cannot access|can't read|"
     r"Is a directory|not a git repository|unrecognized option|invalid option|^usage: |"
@@ -104,7 +103,7 @@ def _last_exception_line(text: str) -> str | None:
     tb = next(reversed([*_TRACEBACK.finditer(text)]), None)  # the last match
     if tb:  # the raised exception: the first line back at the left margin after the last traceback's frames
         # (after its last frame: what the program printed meanwhile may stand between them, ``DEBUG: x=1``)
-        frame = next(reversed([*_FRAME_LINE.finditer(text, tb.end())]), None)
+        frame = next(reversed([*_FRAME.finditer(text, tb.end())]), None)
         for at, line in _lines(text, frame.end() if frame else tb.end()):
             s = line.strip()
             if not s or line[:1].isspace() or s.startswith('File "'):

@@ -89,16 +89,12 @@ def clip_lines(text: str, keep: int) -> str:
     ``…`` at each other place. A text of fewer than ``FEWEST_LINES`` lines, of lines so long that their starts
     would keep less than asked, or of more than ``LINES_TEXT_CHARS``, is cut in its middle instead
     (``clip_middle``)."""
-    lines = text.split("\n")
     budget = keep - len(CUT_LINES_NOTE)
+    if len(text) <= keep or len(text) > LINES_TEXT_CHARS or budget < LINE_CHARS:
+        return clip_middle(text, keep)
+    lines = text.split("\n")
     shown = [x if len(x) <= LINE_CHARS else x[: LINE_CHARS - 1] + GAP for x in lines]
-    if (
-        len(text) <= keep
-        or len(text) > LINES_TEXT_CHARS
-        or len(lines) < FEWEST_LINES
-        or budget < LINE_CHARS
-        or sum(map(len, shown)) < keep
-    ):
+    if len(lines) < FEWEST_LINES or sum(map(len, shown)) < keep:
         return clip_middle(text, keep)
     edge = int(budget * EDGE_SHARE)
     start, last = int(edge * HEAD_SHARE), len(lines) - 1

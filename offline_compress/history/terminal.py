@@ -57,8 +57,13 @@ def _styled(text: str) -> bool:
     return "\x1b" in text or "\r" in text
 
 
+# An escape or a carriage return as a JSON string writes it (``\u001b``, ``\r``, ``\u000d``): only a JSON text that
+# holds one is parsed to look inside (most JSON outputs hold none, and the view runs at every compaction)
+_ESCAPED_STYLE = re.compile(r"\\u001[bB]|\\r|\\u000[dD]")
+
+
 def _may_be_styled(text: str) -> bool:
-    return _styled(text) or text.lstrip().startswith("{")  # the JSON wrapper escapes them
+    return _styled(text) or (text.lstrip().startswith("{") and _ESCAPED_STYLE.search(text) is not None)
 
 
 def _output_view(text: str) -> str:
