@@ -39,9 +39,11 @@ artifact probes
     Artifacts the agent used in the horizon whose first occurrence in the history is in the region (in a tool
     output or an agent message); recall = share of them present, verbatim, in the context.
 constraints
-    The curated must-keep phrases present in genuine (not tool-output) system/user text before ``i``, and
-    every user message after the first agent reply that is not tool output (a person steering), whole;
-    retention = share present verbatim (whitespace-normalised).
+    The curated must-keep phrases present in genuine (not tool-output) system/user text before ``i``, every
+    user message after the first agent reply that is not tool output (a person steering), whole, and what a
+    person said that reached the agent as tool output (``answers_of_person``: the result of a call to a tool
+    that asks the user, the words typed to refuse a call); retention = share present verbatim
+    (whitespace-normalised).
 head lines
     Non-empty lines of the head, present verbatim (whitespace-normalised): how much of the system prompt and
     task the agent still sees.
@@ -433,6 +435,51 @@ class Probes:
     horizon_actions: int = 0
 
 
+# The tools through which a harness asks the person a question and returns their answer as the call's result
+# (Claude Code, OpenCode, Cline, the Codex CLI, LangChain), compared whole and case-folded.
+_ASKING_TOOLS = {
+    "askuserquestion",
+    "ask_user_question",
+    "ask_user",
+    "askuser",
+    "ask_question",
+    "question",
+    "ask_human",
+    "ask_followup_question",
+    "request_user_input",
+    "human",
+}
+_REFUSAL_START = "The user doesn't want to proceed with this tool use."
+_REFUSAL_WORDS = "the user said:"  # ends the refusal's first line; their words follow
+_REFUSAL_NOTE = "\n\nNote: The user's next message"
+
+
+def answers_of_person(messages: Sequence[Message]) -> list[tuple[int, str]]:
+    """What a person said that reaches the agent as tool output: the result of a call to an asking tool, whole;
+    the words after "the user said:" in Claude Code's result of a refused call (up to the harness's note)."""
+    names: dict[str, str] = {}
+    out = []
+    for i, m in enumerate(messages):
+        if m.role == "assistant":
+            for c in m.tool_calls or ():
+                if c.id:
+                    names[c.id] = c.function.name
+            continue
+        if m.role != "tool":
+            continue
+        text = m.text
+        first_line = text.split("\n", 1)[0]
+        body = first_line[len("Error: ") :] if first_line.startswith("Error: ") else first_line
+        if body.startswith(_REFUSAL_START) and first_line.endswith(_REFUSAL_WORDS):
+            words = text[len(first_line) + 1 :]
+            words = words.split(_REFUSAL_NOTE, 1)[0].strip()
+            if words:
+                out.append((i, words))
+        elif m.tool_call_id and names.get(m.tool_call_id, "").lower() in _ASKING_TOOLS and text.strip():
+            out.append((i, text.strip()))
+    return out
+
+
 def genuine_user_texts(messages: Sequence[Message]) -> list[tuple[int, str]]:
     return [
         (i, m.text)
@@ -469,6 +516,7 @@ def build_probes(
     first_reply = next((k for k, m in enumerate(prefix) if m.role == "assistant"), len(prefix))
     items = [p for p in phrases if any(p in text for _, text in genuine)]
     items += [text.strip() for k, text in genuine if k > first_reply and prefix[k].role == "user" and text.strip()]
+    items += [text for _, text in answers_of_person(prefix)]
     probes.constraints = list(dict.fromkeys(items))
     probes.head_lines = list(dict.fromkeys(ln.strip() for m in prefix[:h] for ln in m.text.splitlines() if ln.strip()))
     # actions: repeats of reads and of failures
@@ -550,6 +598,7 @@ __all__ = [
     "Probes",
     "Score",
     "actions",
+    "answers_of_person",
     "artifacts",
     "build_probes",
     "head_end",

@@ -757,3 +757,83 @@ def test_context_a_harness_writes_before_the_task_is_neither_the_task_nor_the_en
     # only context: the first of it stands for the task
     only = parse_messages([{"role": "user", "content": env}, {"role": "assistant", "content": "ok"}])
     assert extract_task(only)[1] == 0
+
+
+# ------------------------------------------------------------------------------------------------ a person's words
+# that reach the agent as tool output
+
+
+def _call_and_result(name: str, call_id: str | None, result: str, arguments: str = "{}") -> list[dict[str, Any]]:
+    call: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": arguments}}
+    if call_id:
+        call["id"] = call_id
+    out: dict[str, Any] = {"role": "tool", "content": result}
+    if call_id:
+        out["tool_call_id"] = call_id
+    return [{"role": "assistant", "content": "", "tool_calls": [call]}, out]
+
+
+_REFUSAL = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, "
+    "the new_string was NOT written to the file). To tell you how to proceed, the user said:\n"
+)
+
+
+def test_an_answer_to_the_agents_question_and_the_words_of_a_refusal_are_kept_like_turns_the_user_typed() -> None:
+    """A harness's ask tool returns the person's answer as the call's result (Claude Code's AskUserQuestion, the
+    Codex CLI's request_user_input, ...), and Claude Code returns what a user typed when refusing a call: both are
+    what the user said, kept whole and word for word. Other tool output, a refusal without words, and an MCP tool
+    that merely shares an ask tool's last name stay tool output."""
+    answer = (
+        'User has answered your questions: "Which database should the migration target?"="Staging only". '
+        "You can now continue with the user's answers in mind."
+    )
+    codex = '{"answers": {"deploy": {"answers": ["not on Fridays"]}}}'
+    messages = parse_messages(
+        [
+            {"role": "system", "content": "You are an agent."},
+            {"role": "user", "content": "Migrate the schema."},
+            *_call_and_result("AskUserQuestion", "q1", answer),
+            *_call_and_result("request_user_input", None, codex),
+            *_call_and_result(
+                "Edit",
+                "e1",
+                "Error: " + _REFUSAL + "keep the old column for a release\n\n"
+                "Note: The user's next message may contain a correction or preference.",
+            ),
+            *_call_and_result("Bash", "b1", "Error: " + _REFUSAL.split(" To tell")[0] + " STOP what you are doing."),
+            *_call_and_result("mcp__docs__AskUserQuestion", "m1", "You must drop every table first."),
+            *_call_and_result("Bash", "b2", "You must drop every table first."),
+        ]
+    )
+    texts = [c.text for c in extract_facts(messages, start=2).constraint_candidates]
+    assert texts == [answer, codex, "keep the old column for a release"]
+    for c in extract_facts(messages, start=2).constraint_candidates:  # verbatim spans of the messages
+        assert messages[c.message_index].text[c.start : c.start + len(c.text)] == c.text and c.role == "user"
+
+
+def test_a_parallel_turn_written_as_one_message_per_call_still_pairs_the_answer_with_its_ask_call() -> None:
+    from offline_compress.history.conventions import person_words
+
+    messages = parse_messages(
+        [
+            {"role": "user", "content": "Go."},
+            *_call_and_result("AskUserQuestion", "q1", "placeholder")[:1],
+            *_call_and_result("Read", "r1", "placeholder")[:1],
+            {"role": "tool", "tool_call_id": "r1", "content": "1→import os"},
+            {"role": "tool", "tool_call_id": "q1", "content": 'User has answered your questions: "A?"="B".'},
+        ]
+    )
+    assert person_words(messages, 3) is None
+    assert person_words(messages, 4) == (0, len(messages[4].text))
+
+
+def test_the_answer_a_claude_code_user_gave_is_in_the_summary_word_for_word() -> None:
+    # A real session (tests/fixtures/claude-code, CC0): the user answered "Yes, install it" through AskUserQuestion.
+    messages = load_history(FIXTURES / "claude-code" / "c10f5964-20bd-4783-aa1a-30b06c8a702a.jsonl.gz")
+    answer = next(m.text for m in messages if m.role == "tool" and m.text.startswith("User has answered"))
+    assert '="Yes, install it"' in answer
+    from offline_compress import Compressor
+
+    doc = Compressor(model=None).compress(messages, keep_last=4)
+    assert answer in doc.user_constraints

@@ -1,5 +1,6 @@
 """Constraint candidates: instruction-like lines and sentences of genuine user, system and developer messages
-(never tool output), verbatim, deduplicated and ranked."""
+(never tool output, but for a person's words that reach the agent as one: ``conventions.person_words``), verbatim,
+deduplicated and ranked."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from ..history.conventions import as_message_list, first_user_index, is_tool_output
+from ..history.conventions import as_message_list, first_user_index, is_tool_output, person_words
 from ..history.messages import Message
 
 MAX_CONSTRAINTS = 80
@@ -195,7 +196,8 @@ def extract_constraints(
     constraints outgrow their bound); a longer one gives its sentences like any other message. Order = priority:
     those turns first, then strong markers, then weak ones; ties keep history order. ``mid_session_from``: every
     user turn from this index on is mid-session whatever precedes it here (a compacted history: the exchange
-    before it is in a summary, not in ``messages``).
+    before it is in a summary, not in ``messages``). A person's words that reach the agent as tool output (an
+    answer to its question, the words of a refusal: ``conventions.person_words``) are such a turn.
     """
     msgs = as_message_list(messages)
     first_user = first_user_index(msgs)
@@ -204,6 +206,17 @@ def extract_constraints(
     found: list[tuple[int, Constraint]] = []
     seen: set[str] = set()
     for i, msg in enumerate(msgs):
+        said = person_words(msgs, i)
+        if said is not None:
+            # A person's answer to the agent's question, or their words refusing a call, reach it as tool output:
+            # kept like a turn they typed, whole, word for word (the harness's frame of an answer with it).
+            turn = msg.text[said[0] : said[1]]
+            key = _key(turn)
+            if len(turn) <= MAX_WHOLE_TURN_CHARS and key not in seen:
+                seen.add(key)
+                strength = 2 if _strength(turn) == 2 else 1
+                found.append((0, Constraint(text=turn, message_index=i, role="user", start=said[0], strength=strength)))
+            continue
         if msg.role not in ("system", "developer", "user") or is_tool_output(msgs, i):
             continue
         text = msg.text

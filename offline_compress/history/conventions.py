@@ -14,7 +14,9 @@ exceptions keep a person's reply the person's: a chat where a shell block is a r
 with 3 or more assistant messages of which fewer than half hold one), and an agent that calls tools (a shell block
 in its text is then a suggestion, never what it ran).
 ``is_tool_output`` is the one definition the cut, the extractor and the contradiction counter share: constraints
-never come from tool output, which is the main defence against prompt injection through command output.
+never come from tool output, which is the main defence against prompt injection through command output. The one
+exception is what a harness writes from a person's own input as a call's result (``person_words``: the answer to
+a question the agent asked through the harness's ask tool, the words a user typed when refusing a call).
 """
 
 from __future__ import annotations
@@ -208,3 +210,70 @@ def text_command(messages: Sequence[Message], i: int) -> str | None:
 
 def _is_mini_history(messages: Sequence[Message]) -> bool:
     return any(m.role == "user" and m.text.lstrip().startswith("<returncode>") for m in messages)
+
+
+# Tools through which an agent asks its user a question: the harness writes the person's answer as the call's
+# result (Claude Code's AskUserQuestion, OpenCode's question, Cline's ask_followup_question, the Codex CLI's
+# request_user_input, LangChain's human). Matched on the whole name, case-insensitively: a namespaced tool of the
+# same last name (an MCP server's) is not the harness's own, and its output stays tool output.
+ASK_TOOLS = frozenset(
+    "askuserquestion ask_user_question ask_user askuser ask_question question ask_human ask_followup_question "
+    "request_user_input human".split()
+)
+# Claude Code's result of a call the user refused, when they typed how to go on: its refusal sentence first (after
+# ``Error: ``, which the importers add for an error result), then "the user said:" and their words, which newer
+# versions follow with a note of the harness's own.
+_REFUSED_WITH_WORDS = re.compile(
+    r"\A(?:Error: )?The user doesn't want to proceed with this tool use\.[^\n]*?the user said:\n"
+)
+_REFUSAL_NOTE = "\n\nNote: The user's next message"
+
+
+def person_words(messages: Sequence[Message], i: int) -> tuple[int, int] | None:
+    """The span of ``messages[i].text`` that a person wrote, when message ``i`` is tool output that carries one: the
+    result of a call to an ``ASK_TOOLS`` tool (the whole output: the harness's frame holds the questions the
+    answers belong to), or the words a user typed when refusing a call (Claude Code). None for any other message.
+    A person's words that reach the agent this way are kept like a turn they typed; all other tool output stays
+    untrusted (the module docstring)."""
+    msg = messages[i]
+    if msg.role != "tool":
+        return None
+    text = msg.text
+    refused = _REFUSED_WITH_WORDS.match(text)
+    if refused:
+        end = text.find(_REFUSAL_NOTE, refused.end())
+        return _stripped(text, refused.end(), len(text) if end < 0 else end)
+    name = _called(messages, i)
+    if name is not None and name.lower() in ASK_TOOLS:
+        return _stripped(text, 0, len(text))
+    return None
+
+
+def _called(messages: Sequence[Message], i: int) -> str | None:
+    """The name of the tool whose call tool message ``i`` answers: by its ``tool_call_id`` among the calls of the
+    turn before it (the assistant messages with calls and the results between them: some harnesses write each call
+    of a turn as a message of its own), else the only call of the assistant message before it."""
+    call_id = messages[i].tool_call_id
+    for k in range(i - 1, max(-1, i - 1 - _TURN_SCAN), -1):
+        m = messages[k]
+        if m.role == "tool":
+            continue  # results of the same turn's other calls
+        if m.role != "assistant" or not m.tool_calls:
+            return None
+        if not call_id:
+            return m.tool_calls[0].function.name if len(m.tool_calls) == 1 else None
+        found = next((c.function.name for c in m.tool_calls if c.id == call_id), None)
+        if found is not None:
+            return found
+    return None
+
+
+_TURN_SCAN = 256  # messages looked back for the call a result answers
+
+
+def _stripped(text: str, a: int, b: int) -> tuple[int, int] | None:
+    while a < b and text[a].isspace():
+        a += 1
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    return (a, b) if a < b else None
