@@ -5,12 +5,15 @@ call shown as a person reads it, never as a bare JSON object. The argument shape
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from offline_compress.extract.calls import read_call
+from offline_compress.extract.commands import ShellState
 from offline_compress.extract.events import extract_tool_events
 from offline_compress.extract.facts import extract_facts
+from offline_compress.extract.function_calls import analyse_function_call
 from offline_compress.history.messages import parse_messages
 
 
@@ -87,7 +90,7 @@ def test_no_call_is_shown_as_a_bare_json_object() -> None:
     for name, args in shapes:
         lines = call(name, args)
         assert lines[0].startswith(name), lines
-        assert not any(line.lstrip().startswith("{") for line in lines), lines
+        assert not any(re.search(r'[\[{]\s*"', line) for line in lines), lines  # no JSON object or array of strings
     assert call("ViewCode", {"files": [{"file_path": "a/b.py", "start_line": 3, "end_line": 9}]}) == [
         "ViewCode a/b.py 3-9"
     ]
@@ -98,6 +101,34 @@ def test_an_unknown_tool_shows_its_name_and_salient_values_verbatim() -> None:
     lines = call("deploy_service", {"service": "api-gateway", "replicas": 3, "config": "a: 1\nb: 2", "dry": True})
     assert lines[0] == "deploy_service replicas=3 service=api-gateway"
     assert lines[1:] == ["config:", "a: 1", "b: 2"]
+
+
+def test_nested_arguments_read_as_their_strings_a_line_each() -> None:
+    # Claude Code's AskUserQuestion: its questions and options, not a JSON array; its target is the first question
+    questions = [
+        {
+            "question": "Should I install tmux via Homebrew?",
+            "header": "Install tmux",
+            "options": [
+                {"label": "Yes, install it", "description": "Run 'brew install tmux'"},
+                {"label": "I'll install it myself", "description": "Later"},
+            ],
+            "multiSelect": False,
+        }
+    ]
+    assert call("AskUserQuestion", {"questions": questions}) == [
+        "AskUserQuestion",
+        "questions:",
+        "question: Should I install tmux via Homebrew?",
+        "header: Install tmux",
+        "label: Yes, install it",
+        "description: Run 'brew install tmux'",
+        "label: I'll install it myself",
+        "description: Later",
+    ]
+    facts = analyse_function_call("AskUserQuestion", json.dumps({"questions": questions}), ShellState())
+    assert facts.target == "Should I install tmux via Homebrew?"
+    assert call("frob", [1, "x", {"y": None, "z": True}]) == ["frob", "input:", "1", "x"]  # flags and nulls say nothing
 
 
 def test_python_repr_arguments_are_read_too() -> None:

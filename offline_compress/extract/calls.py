@@ -247,10 +247,47 @@ def _read_range(args: Mapping[str, Any]) -> tuple[int | None, int | None] | None
     return None
 
 
+def readable(value: Any, depth: int = 0) -> str:
+    """A value as a person reads it: a string or number as itself; a list or object as its strings and numbers, a
+    line each, in their order, an object's as ``key: value`` (Claude Code's ``AskUserQuestion`` questions and their
+    options), never a bare JSON text. Flags (booleans) and nulls say nothing and are left out."""
+    return "\n".join(_leaves(value, depth))
+
+
+def _leaves(value: Any, depth: int, key: str = "") -> list[str]:
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, (str, int, float)):
+        text = str(value)
+        return [f"{key}: {text}" if key and "\n" not in text else text] if text else []
+    if depth >= _READABLE_DEPTH:
+        return [_str(value)]
+    if isinstance(value, Mapping):
+        return [x for k, v in value.items() for x in _leaves(v, depth + 1, str(k))]
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _leaves(v, depth + 1, key)]
+    return [_str(value)]
+
+
+_READABLE_DEPTH = 8  # deeper than any call's arguments we have seen; past it a value shows as JSON
+
+
+def first_leaf(value: Any, depth: int = 0) -> str:
+    """The first non-empty string of a value, depth first in its order ("" if none): what a call of no known
+    vocabulary whose arguments hold no string of their own acts on (an ``AskUserQuestion``'s first question)."""
+    if isinstance(value, str):
+        return value
+    if depth >= _READABLE_DEPTH:
+        return ""
+    items = value.values() if isinstance(value, Mapping) else value if isinstance(value, (list, tuple)) else ()
+    return next((x for x in (first_leaf(v, depth + 1) for v in items) if x), "")
+
+
 def _generic(tool: str, args: Any, kind: Kind = "other") -> Call:
     if not isinstance(args, Mapping):
-        return Call(tool, kind, values=(("input", _str(args)),) if args not in ({}, "", None) else ())
-    values = [(str(k), _str(v)) for k, v in args.items() if v not in (None, "", [], {}) and not isinstance(v, bool)]
+        return Call(tool, kind, values=(("input", readable(args)),) if args not in ({}, "", None) else ())
+    values = [(str(k), readable(v)) for k, v in args.items() if v not in (None, "", [], {}) and not isinstance(v, bool)]
+    values = [(k, v) for k, v in values if v]
     values.sort(key=lambda kv: len(kv[1]))  # short values first: they read as a one-line call
     return Call(
         tool,

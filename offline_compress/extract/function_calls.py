@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, NamedTuple
 
-from .calls import PATH_KEYS, SHELL_TOOLS, first_string, parse_arguments, read_call, shell_command
+from .calls import PATH_KEYS, SHELL_TOOLS, first_leaf, first_string, parse_arguments, read_call, shell_command
 from .commands import (
     EDITOR_WRITE_COMMANDS,
     SWE_EDIT_COMMANDS,
@@ -125,7 +125,7 @@ def analyse_function_call(name: str, raw_args: str, state: ShellState) -> CallFa
         target = path or url or (", ".join(writes) if writes else "")
         if not target:
             first = next((v for v in args.values() if isinstance(v, str) and v), "")
-            target = first
+            target = first or (first_leaf(args) if call.kind == "other" else "")
     read_only = not writes and bool(reads or pattern or sub == "view")
     clean = lambda ps: [p for p in map(clean_path, ps) if p]  # noqa: E731
     return CallFacts(name, shorten(target), raw_args, clean(reads), clean(writes), read_only, shown, False)
