@@ -247,11 +247,11 @@ def _read_range(args: Mapping[str, Any]) -> tuple[int | None, int | None] | None
     return None
 
 
-def readable(value: Any, depth: int = 0) -> str:
+def _readable(value: Any) -> str:
     """A value as a person reads it: a string or number as itself; a list or object as its strings and numbers, a
     line each, in their order, an object's as ``key: value`` (Claude Code's ``AskUserQuestion`` questions and their
     options), never a bare JSON text. Flags (booleans) and nulls say nothing and are left out."""
-    return "\n".join(_leaves(value, depth))
+    return "\n".join(_leaves(value, 0))
 
 
 def _leaves(value: Any, depth: int, key: str = "") -> list[str]:
@@ -285,8 +285,10 @@ def first_leaf(value: Any, depth: int = 0) -> str:
 
 def _generic(tool: str, args: Any, kind: Kind = "other") -> Call:
     if not isinstance(args, Mapping):
-        return Call(tool, kind, values=(("input", readable(args)),) if args not in ({}, "", None) else ())
-    values = [(str(k), readable(v)) for k, v in args.items() if v not in (None, "", [], {}) and not isinstance(v, bool)]
+        return Call(tool, kind, values=(("input", _readable(args)),) if args not in ({}, "", None) else ())
+    values = [
+        (str(k), _readable(v)) for k, v in args.items() if v not in (None, "", [], {}) and not isinstance(v, bool)
+    ]
     values = [(k, v) for k, v in values if v]
     values.sort(key=lambda kv: len(kv[1]))  # short values first: they read as a one-line call
     return Call(
