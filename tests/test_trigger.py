@@ -92,3 +92,15 @@ def test_evaluate_compression_does_not_mutate_input():
     snapshot = repr(history)
     evaluate_compression(history, 1000, 0, counter=FixedCounter(10))
     assert repr(history) == snapshot
+
+
+def test_last_tool_name_of_a_result_without_an_id_is_its_calls_in_order():
+    # A harness that writes no ids answers calls in order (history.conventions): the only call before the result
+    call = {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "Read"}}]}
+    assert last_tool_name(as_messages([{"role": "user", "content": "go"}, call, {"role": "tool", "content": "x"}])) == (
+        "Read"
+    )
+    two = {**call, "tool_calls": call["tool_calls"] * 2}
+    assert (
+        last_tool_name(as_messages([{"role": "user", "content": "go"}, two, {"role": "tool", "content": "x"}])) is None
+    )

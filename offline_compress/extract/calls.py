@@ -22,7 +22,7 @@ import ast
 import json
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -251,36 +251,39 @@ def _readable(value: Any) -> str:
     """A value as a person reads it: a string or number as itself; a list or object as its strings and numbers, a
     line each, in their order, an object's as ``key: value`` (Claude Code's ``AskUserQuestion`` questions and their
     options), never a bare JSON text. Flags (booleans) and nulls say nothing and are left out."""
-    return "\n".join(_leaves(value, 0))
+    out = []
+    for key, leaf in _leaves(value):
+        if not isinstance(leaf, (str, int, float)):
+            out.append(_str(leaf))  # nested too deep, or of another type: whole
+        elif text := str(leaf):
+            out.append(f"{key}: {text}" if key and "\n" not in text else text)
+    return "\n".join(out)
 
 
-def _leaves(value: Any, depth: int, key: str = "") -> list[str]:
+def first_leaf(value: Any) -> str:
+    """The first non-empty string of a value, depth first in its order ("" if none): what a call of no known
+    vocabulary whose arguments hold no string of their own acts on (an ``AskUserQuestion``'s first question)."""
+    return next((leaf for _, leaf in _leaves(value) if isinstance(leaf, str) and leaf), "")
+
+
+def _leaves(value: Any, depth: int = 0, key: str = "") -> Iterator[tuple[str, Any]]:
+    """(the key it is under, value) of each string and number of a value, depth first in its order; flags and nulls
+    left out; a value nested deeper than ``_READABLE_DEPTH`` (or of another type) as itself, whole."""
     if isinstance(value, bool) or value is None:
-        return []
-    if isinstance(value, (str, int, float)):
-        text = str(value)
-        return [f"{key}: {text}" if key and "\n" not in text else text] if text else []
-    if depth >= _READABLE_DEPTH:
-        return [_str(value)]
-    if isinstance(value, Mapping):
-        return [x for k, v in value.items() for x in _leaves(v, depth + 1, str(k))]
-    if isinstance(value, (list, tuple)):
-        return [x for v in value for x in _leaves(v, depth + 1, key)]
-    return [_str(value)]
+        return
+    if isinstance(value, (str, int, float)) or depth >= _READABLE_DEPTH:
+        yield key, value
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _leaves(v, depth + 1, str(k))
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _leaves(v, depth + 1, key)
+    else:
+        yield key, value
 
 
 _READABLE_DEPTH = 8  # deeper than any call's arguments we have seen; past it a value shows as JSON
-
-
-def first_leaf(value: Any, depth: int = 0) -> str:
-    """The first non-empty string of a value, depth first in its order ("" if none): what a call of no known
-    vocabulary whose arguments hold no string of their own acts on (an ``AskUserQuestion``'s first question)."""
-    if isinstance(value, str):
-        return value
-    if depth >= _READABLE_DEPTH:
-        return ""
-    items = value.values() if isinstance(value, Mapping) else value if isinstance(value, (list, tuple)) else ()
-    return next((x for x in (first_leaf(v, depth + 1) for v in items) if x), "")
 
 
 def _generic(tool: str, args: Any, kind: Kind = "other") -> Call:

@@ -206,44 +206,32 @@ def extract_constraints(
     found: list[tuple[int, Constraint]] = []
     seen: set[str] = set()
     for i, msg in enumerate(msgs):
-        said = person_words(msgs, i)
-        if said is not None:
-            # A person's answer to the agent's question, or their words refusing a call, reach it as tool output:
-            # kept like a turn they typed, whole, word for word (the harness's frame of an answer with it).
-            turn = msg.text[said[0] : said[1]]
-            key = _key(turn)
-            if len(turn) <= MAX_WHOLE_TURN_CHARS and key not in seen:
-                seen.add(key)
-                strength = 2 if _strength(turn) == 2 else 1
-                found.append((0, Constraint(text=turn, message_index=i, role="user", start=said[0], strength=strength)))
-            continue
-        if msg.role not in ("system", "developer", "user") or is_tool_output(msgs, i):
+        said = person_words(msgs, i)  # a person's answer or refusal, which reaches the agent as tool output
+        if said is None and (msg.role not in ("system", "developer", "user") or is_tool_output(msgs, i)):
             continue
         text = msg.text
-        mid_session = msg.role == "user" and (
-            (first_user is not None and first_reply is not None and i > first_reply)
-            or (mid_session_from is not None and i >= mid_session_from)
+        turn = text[said[0] : said[1]] if said else text.strip()
+        mid_session = said is not None or (
+            msg.role == "user"
+            and (
+                (first_user is not None and first_reply is not None and i > first_reply)
+                or (mid_session_from is not None and i >= mid_session_from)
+            )
         )
-        turn = text.strip()
         if mid_session and turn and len(turn) <= MAX_WHOLE_TURN_CHARS:
             # A person steering mid-session is an instruction whatever its wording: the turn whole, word for word
-            # (its sentences are in it).
+            # (its sentences are in it); so is their answer to the agent's question or their words refusing a call
+            # (with the harness's frame of an answer).
             key = _key(turn)
             if key not in seen:
                 seen.add(key)
-                found.append(
-                    (
-                        0,
-                        Constraint(
-                            text=turn,
-                            message_index=i,
-                            role=msg.role,
-                            start=text.index(turn),
-                            strength=2 if _strength(turn) == 2 else 1,
-                        ),
-                    )
-                )
+                start = said[0] if said else text.index(turn)
+                role = "user" if said else msg.role
+                strength = 2 if _strength(turn) == 2 else 1
+                found.append((0, Constraint(text=turn, message_index=i, role=role, start=start, strength=strength)))
             continue
+        if said is not None:
+            continue  # over the bound: tool output gives no sentences of its own
         for s, e, strength in _instruction_spans(text):
             unit = text[s:e]
             key = _key(unit)

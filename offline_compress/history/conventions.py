@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from .messages import Message, parse_message
+from .messages import Message, answered_tool, parse_message
 
 # The fences mini-swe-agent runs (close to its own regex ```bash\s*\n(.*?)\n```).
 _BASH_BLOCK = re.compile(r"```(?:bash|mswea_bash_command)[ \t]*\n(.*?)\n?```", re.DOTALL)
@@ -243,32 +243,10 @@ def person_words(messages: Sequence[Message], i: int) -> tuple[int, int] | None:
     if refused:
         end = text.find(_REFUSAL_NOTE, refused.end())
         return _stripped(text, refused.end(), len(text) if end < 0 else end)
-    name = _called(messages, i)
+    name = answered_tool(messages, i)
     if name is not None and name.lower() in ASK_TOOLS:
         return _stripped(text, 0, len(text))
     return None
-
-
-def _called(messages: Sequence[Message], i: int) -> str | None:
-    """The name of the tool whose call tool message ``i`` answers: by its ``tool_call_id`` among the calls of the
-    turn before it (the assistant messages with calls and the results between them: some harnesses write each call
-    of a turn as a message of its own), else the only call of the assistant message before it."""
-    call_id = messages[i].tool_call_id
-    for k in range(i - 1, max(-1, i - 1 - _TURN_SCAN), -1):
-        m = messages[k]
-        if m.role == "tool":
-            continue  # results of the same turn's other calls
-        if m.role != "assistant" or not m.tool_calls:
-            return None
-        if not call_id:
-            return m.tool_calls[0].function.name if len(m.tool_calls) == 1 else None
-        found = next((c.function.name for c in m.tool_calls if c.id == call_id), None)
-        if found is not None:
-            return found
-    return None
-
-
-_TURN_SCAN = 256  # messages looked back for the call a result answers
 
 
 def _stripped(text: str, a: int, b: int) -> tuple[int, int] | None:

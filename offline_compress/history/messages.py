@@ -252,6 +252,28 @@ ITEM_TYPES = frozenset({"message", "reasoning", "web_search_call", *CALLS, *OUTP
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
 
 
+def answered_tool(messages: Sequence[Message], i: int) -> str | None:
+    """The name of the tool whose call ``tool`` message ``i`` answers: its own ``name`` when it has one, else the
+    call with its ``tool_call_id`` among the messages before it, else (a result without an id answers in order) the
+    only call of the assistant message before the results. None for any other message, or when no call is found."""
+    m = messages[i]
+    if m.role != "tool":
+        return None
+    if m.name:
+        return m.name
+    if m.tool_call_id:
+        for k in range(i - 1, -1, -1):
+            for call in messages[k].tool_calls or ():
+                if call.id == m.tool_call_id:
+                    return call.function.name
+        return None
+    k = i - 1
+    while k >= 0 and messages[k].role == "tool":
+        k -= 1
+    calls = messages[k].tool_calls if k >= 0 else None
+    return calls[0].function.name if calls and len(calls) == 1 else None
+
+
 def is_item(raw: Mapping[str, Any]) -> bool:
     """``raw`` is a Responses item rather than a chat message: a known item ``type``, or a ``type`` and no
     ``role`` (a chat message with an unexpected ``type`` key still reads as the chat message it is)."""

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..tokens.protocol import CountsTokens
-from .messages import Message, as_messages
+from .messages import Message, answered_tool, as_messages
 
 Reason = Literal["token-threshold", "tool-event", "turn-limit", "skip"]
 
@@ -63,19 +63,8 @@ class CompressionDecision(BaseModel):
 
 
 def last_tool_name(messages: Sequence[Message]) -> str | None:
-    """Name of the tool that produced the last message, if it is a tool result.
-
-    Uses the message's ``name`` when present, else finds the assistant tool call with its ``tool_call_id``."""
-    if not messages or messages[-1].role != "tool":
-        return None
-    last = messages[-1]
-    if last.name:
-        return last.name
-    for message in reversed(messages[:-1]):
-        for call in message.tool_calls or ():
-            if call.id is not None and call.id == last.tool_call_id:
-                return call.function.name
-    return None
+    """Name of the tool that produced the last message, if it is a tool result (``messages.answered_tool``)."""
+    return answered_tool(messages, len(messages) - 1) if messages else None
 
 
 def decide(
