@@ -23,6 +23,7 @@ from offline_compress.extract import (
     parse_shell,
     turn_sentences,
 )
+from offline_compress.extract.steps import code_names
 from offline_compress.formats import load_history
 from offline_compress.history.messages import Message, parse_messages
 
@@ -565,6 +566,48 @@ def test_a_bare_exception_reaches_the_summary_with_its_statement() -> None:
     ]
     saw = facts.steps[-1].saw
     assert saw.count("AssertionError") == 1 and "assert convert(joule*second, joule) == joule" in saw
+
+
+def test_a_viewers_blank_numbered_line_is_not_offered_to_the_work_log() -> None:
+    """A numbered view's blank line (``cat -n``'s ``198<tab>``, Claude Code's ``198→``, SWE-agent's ``198:``) or a
+    lone bracket says only that the line is blank; offered among a step's named lines (its number counts as a
+    name) it took a place of the first 40 before the lines that name code. A number printed on its own line is a
+    value, and stays; a short result is kept whole."""
+    view = "\n".join(
+        ["4096", "   99\t        )", "   98→", "  97:   "]
+        + [f"{k:6d}\t" if k % 2 else f"{k:6d}\t    value_{k} = compute_{k}()" for k in range(100, 190)]
+    )
+    call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "cat -n a.py"}'}}
+    history = [
+        {"role": "user", "content": "Fix a.py."},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": view},
+    ]
+    saw = extract_facts(history).steps[-1].saw
+    assert saw[0] == "4096" and len(saw) == 40
+    assert all(re.fullmatch(r"(\d+)\t    value_\1 = compute_\1\(\)", line) for line in saw[1:])
+    short = [*history[:2], {"role": "tool", "tool_call_id": "c1", "content": "   12\t\n   13\tx = 1\n   14\t"}]
+    assert extract_facts(short).steps[-1].saw == ("12", "13\tx = 1", "14")
+
+
+def test_a_rule_drawn_in_a_code_span_is_not_a_name() -> None:
+    """Claude Code's explanatory style frames a note in `★ Insight ─────` … `─────`: the rules are decoration,
+    and a sentence that is only a rule (a name to the old reading) took its place in the work log's ``said``."""
+    text = (
+        "`★ Insight ─────────────────────────────────────`\n"
+        "- The lock in `cache/store.py` is taken twice.\n"
+        "`─────────────────────────────────────────────────`\n"
+        "Let me look at the store."
+    )
+    call = {"id": "c1", "type": "function", "function": {"name": "Read", "arguments": '{"file_path": "a.py"}'}}
+    history = [
+        {"role": "user", "content": "Fix the deadlock."},
+        {"role": "assistant", "content": text, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "x = 1"},
+    ]
+    said = extract_facts(history).steps[-1].said
+    assert "cache/store.py" in said and "─" not in said
+    assert code_names("use `a ─ b` and `foo_bar`") == {"a ─ b", "foo_bar"}  # one line drawn is not a rule
 
 
 def test_reading_a_file_that_mentions_errors_is_not_a_failure() -> None:

@@ -15,8 +15,8 @@ ran
     The command (or the call's arguments), its first ``MAX_RUN_LINES`` lines.
 saw
     The lines of the result that name something in the code (a definition, a grep hit with file:line, a
-    traceback line), the first ``MAX_SAW_LINES`` distinct ones, and the line that says why a call failed. A
-    short result (a printed value) whole.
+    traceback line), the first ``MAX_SAW_LINES`` distinct ones, and the line that says why a call failed; not a
+    numbered viewer's blank line, whose number is all it names. A short result (a printed value) whole.
 
 This is the material: a summary's token budget then keeps, line by line, what adds most (``pack.py``). On the
 replay A/B design split, offering every named line of a result did better than offering only the lines whose
@@ -56,6 +56,9 @@ _NAME = re.compile(
     r"|_{1,2}[A-Za-z]\w*"
     r"|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*)"
 )
+# A numbered viewer's line with nothing of its own (`cat -n`'s "198<tab>", Claude Code's "198→", SWE-agent's "198:"),
+# or only a closing bracket: it says that line is blank, nothing the agent learnt
+_BLANK_NUMBERED = re.compile(r"^\s*\d+(?:\t|→|:)[\s)\]}>;,]*$")
 _OUTPUT_WRAPPER = re.compile(r"^\s*</?(?:returncode|output|warning)>.*$|^\s*<returncode>\s*-?\d+\s*</returncode>\s*$")
 
 
@@ -70,10 +73,17 @@ def names(text: str) -> set[str]:
     return code_names(text) | set(_NUMBER.findall(text)) | set(_MIXED.findall(text))
 
 
+# A `span` drawn with box-drawing characters is a rule, not a name (Claude Code's explanatory style frames its notes
+# in `★ Insight ─────` … `─────`)
+_RULE = re.compile(r"[\u2500-\u259f]{3}")
+
+
 def code_names(text: str) -> set[str]:
     """The names of code a text mentions (see the module docstring)."""
     out: set[str] = set()
     for m in _NAME.finditer(text):
+        if m.group(1) is not None and _RULE.search(m.group(1)):
+            continue
         name = (m.group(1) or m.group(2) or "").strip()
         if len(name) >= 3:
             out.add(name)
@@ -114,11 +124,13 @@ def extract_steps(messages: Sequence[Message], events: Sequence[ToolEvent]) -> l
         saw: list[str] = []
         if event.result_index is not None:
             result = unwrap_output(messages[event.result_index].text)[0]  # older Codex: the JSON-wrapped text
-            lines = [ln.strip() for ln in result.splitlines() if ln.strip() and not _OUTPUT_WRAPPER.match(ln)]
+            raw = [ln for ln in result.splitlines() if ln.strip() and not _OUTPUT_WRAPPER.match(ln)]
+            lines = [ln.strip() for ln in raw]
             if len(lines) <= SHORT_RESULT_LINES and sum(map(len, lines)) <= SHORT_RESULT_CHARS:
                 saw = lines
             else:
-                saw = [ln for ln in dict.fromkeys(lines) if names(ln)][:MAX_SAW_LINES]
+                of_own = (ln.strip() for ln in raw if not _BLANK_NUMBERED.match(ln))
+                saw = [ln for ln in dict.fromkeys(of_own) if names(ln)][:MAX_SAW_LINES]
             for line in (event.error_line or "").splitlines():  # a bare exception comes with its statement
                 if line.strip() and line.strip() not in saw:
                     saw.append(line.strip())
