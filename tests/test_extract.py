@@ -577,11 +577,9 @@ def test_a_viewers_blank_numbered_line_is_not_offered_to_the_work_log() -> None:
         ["4096", "   99\t        )", "   98→", "  97:   "]
         + [f"{k:6d}\t" if k % 2 else f"{k:6d}\t    value_{k} = compute_{k}()" for k in range(100, 190)]
     )
-    call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "cat -n a.py"}'}}
     history = [
         {"role": "user", "content": "Fix a.py."},
-        {"role": "assistant", "content": "", "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": "c1", "content": view},
+        *_call_and_result("bash", "c1", view, '{"command": "cat -n a.py"}'),
     ]
     saw = extract_facts(history).steps[-1].saw
     assert saw[0] == "4096" and len(saw) == 40
@@ -599,13 +597,9 @@ def test_a_rule_drawn_in_a_code_span_is_not_a_name() -> None:
         "`─────────────────────────────────────────────────`\n"
         "Let me look at the store."
     )
-    call = {"id": "c1", "type": "function", "function": {"name": "Read", "arguments": '{"file_path": "a.py"}'}}
-    history = [
-        {"role": "user", "content": "Fix the deadlock."},
-        {"role": "assistant", "content": text, "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": "c1", "content": "x = 1"},
-    ]
-    said = extract_facts(history).steps[-1].said
+    asked, answered = _call_and_result("Read", "c1", "x = 1", '{"file_path": "a.py"}')
+    facts = extract_facts([{"role": "user", "content": "Fix the deadlock."}, {**asked, "content": text}, answered])
+    said = facts.steps[-1].said
     assert "cache/store.py" in said and "─" not in said
     assert code_names("use `a ─ b` and `foo_bar`") == {"a ─ b", "foo_bar"}  # one line drawn is not a rule
 
