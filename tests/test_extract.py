@@ -569,13 +569,14 @@ def test_a_bare_exception_reaches_the_summary_with_its_statement() -> None:
 
 
 def test_a_viewers_blank_numbered_line_is_not_offered_to_the_work_log() -> None:
-    """A numbered view's blank line (``cat -n``'s ``198<tab>``, Claude Code's ``198→``, SWE-agent's ``198:``) or a
-    lone bracket says only that the line is blank; offered among a step's named lines (its number counts as a
-    name) it took a place of the first 40 before the lines that name code. A number printed on its own line is a
-    value, and stays; a short result is kept whole."""
+    """A numbered line with no letter or digit of its own (``cat -n``'s ``198<tab>``, Claude Code's ``198→``,
+    SWE-agent's ``198:``, a grep context line's ``198-``; a lone bracket, quotes, a rule) says nothing but its
+    number; offered among a step's named lines (its number counts as a name) it took a place of the first 40
+    before the lines that name code. A number printed on its own line is a value, and stays; a short result is
+    kept whole."""
     view = "\n".join(
-        ["4096", "   99\t        )", "   98→", "  97:   "]
-        + [f"{k:6d}\t" if k % 2 else f"{k:6d}\t    value_{k} = compute_{k}()" for k in range(100, 190)]
+        ["4096", "  999\t        )", "  998→", " 997:   ", "996-", '995-        """', "  994\t##########", "993→```"]
+        + [f"{k:6d}\t" if k % 2 else f"{k:6d}\t    value_{k} = compute_{k}()" for k in range(100, 180)]
     )
     history = [
         {"role": "user", "content": "Fix a.py."},

@@ -56,9 +56,10 @@ _NAME = re.compile(
     r"|_{1,2}[A-Za-z]\w*"
     r"|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*)"
 )
-# A numbered viewer's line with nothing of its own (`cat -n`'s "198<tab>", Claude Code's "198→", SWE-agent's "198:"),
-# or only a closing bracket: it says that line is blank, nothing the agent learnt
-_BLANK_NUMBERED = re.compile(r"^\s*\d+(?:\t|→|:)[\s)\]}>;,]*$")
+# A numbered line with no letter or digit of its own (`cat -n`'s "198<tab>", Claude Code's "198→", SWE-agent's
+# "198:", a grep context line's "198-"; or only a bracket, quotes, a rule): its number is all it names, and the
+# agent learnt nothing from it
+_BLANK_NUMBERED = re.compile(r"^\s*\d+(?:\t|→|:|-)[^A-Za-z0-9]*$")
 _OUTPUT_WRAPPER = re.compile(r"^\s*</?(?:returncode|output|warning)>.*$|^\s*<returncode>\s*-?\d+\s*</returncode>\s*$")
 
 
