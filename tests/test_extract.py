@@ -585,6 +585,9 @@ def test_a_viewers_blank_numbered_line_is_not_offered_to_the_work_log() -> None:
     saw = extract_facts(history).steps[-1].saw
     assert saw[0] == "4096" and len(saw) == 40
     assert all(re.fullmatch(r"(\d+)\t    value_\1 = compute_\1\(\)", line) for line in saw[1:])
+    commented = view.replace("4096\n", "4096\n  992→ # 設定を読む\n")  # a line of its own, in any script
+    history_commented = [*history[:2], {"role": "tool", "tool_call_id": "c1", "content": commented}]
+    assert extract_facts(history_commented).steps[-1].saw[1] == "992→ # 設定を読む"
     short = [*history[:2], {"role": "tool", "tool_call_id": "c1", "content": "   12\t\n   13\tx = 1\n   14\t"}]
     assert extract_facts(short).steps[-1].saw == ("12", "13\tx = 1", "14")
 

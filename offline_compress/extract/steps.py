@@ -16,7 +16,8 @@ ran
 saw
     The lines of the result that name something in the code (a definition, a grep hit with file:line, a
     traceback line), the first ``MAX_SAW_LINES`` distinct ones, and the line that says why a call failed; not a
-    numbered viewer's blank line, whose number is all it names. A short result (a printed value) whole.
+    numbered line with no letter or digit of its own (a viewer's blank line, a grep context line's separator),
+    whose number is all it names. A short result (a printed value) whole.
 
 This is the material: a summary's token budget then keeps, line by line, what adds most (``pack.py``). On the
 replay A/B design split, offering every named line of a result did better than offering only the lines whose
@@ -59,7 +60,7 @@ _NAME = re.compile(
 # A numbered line with no letter or digit of its own (`cat -n`'s "198<tab>", Claude Code's "198→", SWE-agent's
 # "198:", a grep context line's "198-"; or only a bracket, quotes, a rule): its number is all it names, and the
 # agent learnt nothing from it
-_BLANK_NUMBERED = re.compile(r"^\s*\d+(?:\t|→|:|-)[^A-Za-z0-9]*$")
+_BLANK_NUMBERED = re.compile(r"^\s*\d+(?:\t|→|:|-)[\W_]*$")
 _OUTPUT_WRAPPER = re.compile(r"^\s*</?(?:returncode|output|warning)>.*$|^\s*<returncode>\s*-?\d+\s*</returncode>\s*$")
 
 
