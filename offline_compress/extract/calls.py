@@ -289,10 +289,8 @@ _READABLE_DEPTH = 8  # deeper than any call's arguments we have seen; past it a 
 def _generic(tool: str, args: Any, kind: Kind = "other") -> Call:
     if not isinstance(args, Mapping):
         return Call(tool, kind, values=(("input", _readable(args)),) if args not in ({}, "", None) else ())
-    values = [
-        (str(k), _readable(v)) for k, v in args.items() if v not in (None, "", [], {}) and not isinstance(v, bool)
-    ]
-    values = [(k, v) for k, v in values if v]
+    # _readable is empty for what says nothing (None, "", [], {}, a flag): those values are left out
+    values = [(str(k), text) for k, v in args.items() if (text := _readable(v))]
     values.sort(key=lambda kv: len(kv[1]))  # short values first: they read as a one-line call
     return Call(
         tool,

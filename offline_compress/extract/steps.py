@@ -57,6 +57,9 @@ _NAME = re.compile(
     r"|_{1,2}[A-Za-z]\w*"
     r"|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*)"
 )
+# A `span` drawn with box-drawing characters is a rule, not a name (Claude Code's explanatory style frames its notes
+# in `★ Insight ─────` … `─────`)
+_RULE = re.compile(r"[\u2500-\u259f]{3}")
 # A numbered line with no letter or digit of its own (`cat -n`'s "198<tab>", Claude Code's "198→", SWE-agent's
 # "198:", a grep context line's "198-"; or only a bracket, quotes, a rule): its number is all it names, and the
 # agent learnt nothing from it
@@ -73,11 +76,6 @@ def names(text: str) -> set[str]:
     words that mix letters and digits (hosts, hashes, versions). Ops and scripting sessions name things by these
     as much as code does (chosen on the function-calling design split, docs/replay.md)."""
     return code_names(text) | set(_NUMBER.findall(text)) | set(_MIXED.findall(text))
-
-
-# A `span` drawn with box-drawing characters is a rule, not a name (Claude Code's explanatory style frames its notes
-# in `★ Insight ─────` … `─────`)
-_RULE = re.compile(r"[\u2500-\u259f]{3}")
 
 
 def code_names(text: str) -> set[str]:
