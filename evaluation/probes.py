@@ -94,15 +94,19 @@ def _arguments(m: Message) -> list[str]:
 
 
 def _command_of_arguments(arguments: str) -> str:
+    """What a call ran: its ``command`` (``cmd``, ``script``, ``code``) argument; a call of any other tool (a
+    Read, an Edit, a search) is what it passed, its argument values (``argument_values``), as the probes read a
+    call everywhere else: the JSON's keys and quoting are the tool's interface, not something the agent did. A call
+    that passed no value (``{}``) keeps its raw arguments: it names no program, and two of them are no repeated read."""
     try:
         value = json.loads(arguments) if arguments.strip() else None
-    except ValueError:
+    except (ValueError, RecursionError):
         return arguments
     if isinstance(value, Mapping):
         for key in ("command", "cmd", "script", "code"):
             if isinstance(value.get(key), str):
                 return value[key]
-    return arguments
+    return argument_values(arguments) or arguments
 
 
 def fenced_commands(text: str) -> list[str]:
@@ -521,7 +525,9 @@ def build_probes(
     probes.head_lines = list(dict.fromkeys(ln.strip() for m in prefix[:h] for ln in m.text.splitlines() if ln.strip()))
     # actions: repeats of reads and of failures
     acts = list(all_actions) if all_actions is not None else actions(messages)
-    region_acts = [a for a in acts if h <= a.index < t]
+    # A call whose arguments are unknown (an importer's call read from a damaged line: id and name only) names
+    # nothing to look for: it is not scored as a failure, nor as the earlier run of a repeat.
+    region_acts = [a for a in acts if h <= a.index < t and a.key]
     later = [a for a in acts if step <= a.index < horizon_end]
     probes.horizon_actions = len(later)
     probes.region_failures = [a for a in region_acts if a.failed]

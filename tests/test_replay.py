@@ -348,3 +348,47 @@ def test_what_a_person_said_through_a_tool_is_a_constraint():
     assert P.score_context(pr, m[:step]).constraints_kept == 2
     masked = P.score_context(pr, mask(m[:step]).messages)
     assert masked.constraints_kept == 0 and masked.lost_constraints == [answer, "use the staging database"]
+
+
+def test_a_failed_call_of_any_tool_is_what_it_passed():
+    # A failed call of a tool other than a shell is remembered when the context holds the values it passed and its
+    # error line, whatever form they take there (a summary writes "Read /p/big.md", not the call's raw JSON). A
+    # call whose arguments are unknown (read from a damaged line: id and name only) is not scored: no context,
+    # not even the whole history, could show what it passed.
+    too_big = "Error: File content (37775 tokens) exceeds maximum allowed tokens (25000)."
+
+    def call(name: str, call_id: str, arguments: dict, result: str) -> list[dict]:
+        function = {"name": name, "arguments": json.dumps(arguments)}
+        return [
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+            },
+            {"role": "tool", "tool_call_id": call_id, "content": result},
+        ]
+
+    cut = {"name": "Write", "arguments": ""}
+    m = as_messages(
+        [
+            {"role": "system", "content": "You are an agent."},
+            {"role": "user", "content": "Summarise the log."},
+            *call("Read", "r1", {"file_path": "/p/big.md"}, too_big),
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "w1", "type": "function", "function": cut}]},
+            {"role": "tool", "tool_call_id": "w1", "content": "Error: permission to write /p/a.swift not granted"},
+            *call("Bash", "b1", {"command": "pytest -x"}, "1 passed"),
+            *_asked("Bash", "b2", "ok"),
+            *_asked("Bash", "b3", "ok"),
+            *_asked("Bash", "b4", "ok"),
+            {"role": "assistant", "content": "Done."},
+        ]
+    )
+    assert [a.command for a in P.actions(m)[:4]] == ["/p/big.md", "", "pytest -x", "{}"]  # "{}": no value passed
+    assert not P.read_only("{}")
+    step = len(m) - 1
+    pr = P.build_probes(m, step, len(m))
+    assert pr.region == (2, 8) and [a.index for a in pr.region_failures] == [2]
+    summary = {"role": "system", "content": f"[S]\nran (error): Read /p/big.md\nsaw: {too_big}"}
+    assert P.score_context(pr, as_messages([*m[:2], summary, *m[8:step]])).region_failures_kept == 1
+    assert P.score_context(pr, m[:step]).region_failures_kept == 1  # the raw call and its result
+    assert P.score_context(pr, mask(m[:step]).messages).region_failures_kept == 0  # the error line is gone
