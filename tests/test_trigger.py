@@ -104,3 +104,19 @@ def test_last_tool_name_of_a_result_without_an_id_is_its_calls_in_order():
     assert (
         last_tool_name(as_messages([{"role": "user", "content": "go"}, two, {"role": "tool", "content": "x"}])) is None
     )
+
+
+def test_last_tool_name_looks_for_its_call_in_the_turn_before_it():
+    # The calls of a turn may be messages of their own, their results between them; a call before a user's turn
+    # answers none of the results after it (and the look back stays within the turn: linear in a long history).
+    def call(call_id: str, name: str) -> dict:
+        return {"role": "assistant", "content": "", "tool_calls": [{"id": call_id, "function": {"name": name}}]}
+
+    turn = [call("a", "Read"), {"role": "tool", "tool_call_id": "a", "content": "x"}, call("b", "Grep")]
+    assert last_tool_name(as_messages([*turn, {"role": "tool", "tool_call_id": "a", "content": "y"}])) == "Read"
+    late = [
+        call("a", "Read"),
+        {"role": "user", "content": "go on"},
+        {"role": "tool", "tool_call_id": "a", "content": "y"},
+    ]
+    assert last_tool_name(as_messages(late)) is None

@@ -254,15 +254,22 @@ _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "r
 
 def answered_tool(messages: Sequence[Message], i: int) -> str | None:
     """The name of the tool whose call ``tool`` message ``i`` answers: its own ``name`` when it has one, else the
-    call with its ``tool_call_id`` among the messages before it, else (a result without an id answers in order) the
-    only call of the assistant message before the results. None for any other message, or when no call is found."""
+    call with its ``tool_call_id`` in the turn before it (the assistant messages with calls and the results between
+    them: some harnesses write each call of a turn as a message of its own), else (a result without an id answers
+    in order) the only call of the assistant message before the results. None for any other message, or when no
+    call is found. The look back stops at the turn's start (at most ``_TURN_SCAN`` messages): asked for every
+    result of a history whose ids match no call, it stays linear."""
     m = messages[i]
     if m.role != "tool":
         return None
     if m.name:
         return m.name
     if m.tool_call_id:
-        for k in range(i - 1, -1, -1):
+        for k in range(i - 1, max(-1, i - 1 - _TURN_SCAN), -1):
+            if messages[k].role == "tool":
+                continue  # results of the same turn's other calls
+            if messages[k].role != "assistant" or not messages[k].tool_calls:
+                return None
             for call in messages[k].tool_calls or ():
                 if call.id == m.tool_call_id:
                     return call.function.name
@@ -272,6 +279,9 @@ def answered_tool(messages: Sequence[Message], i: int) -> str | None:
         k -= 1
     calls = messages[k].tool_calls if k >= 0 else None
     return calls[0].function.name if calls and len(calls) == 1 else None
+
+
+_TURN_SCAN = 256  # messages looked back for the call a result answers
 
 
 def is_item(raw: Mapping[str, Any]) -> bool:
