@@ -98,6 +98,21 @@ def _worst_cases() -> dict[str, Callable[[int], str]]:
     cases["sig= repeated"] = lambda n: _repeat("&sig=" + "A" * 30, n - 14) + " sv=2020-01-01"
     cases["quoted hex"] = lambda n: _repeat('key "' + "0123456789abcdef" * 4 + '" ', n)
     cases["quoted high-entropy ids"] = lambda n: " ".join(f'"{_random(_B62, 30, i)}"' for i in range(n // 33))
+    # mixed runs (once timed in tests/test_redact.py, now counted as the others are)
+    cases["sk- tokens, password=, eyJ, x: runs"] = lambda n: (
+        _repeat("sk-" + "a" * 50 + " ", n // 4)
+        + _repeat("password=", n // 4)
+        + "eyJ"
+        + "a" * (n // 4)
+        + "://"
+        + _repeat("x:", n // 4)
+    )
+    cases["one quoted line, AccountKey= run"] = lambda n: (
+        '"' + _repeat("A1b2", n // 2) + '"' + _repeat(" AccountKey=", n // 2)
+    )
+    cases["many short tokens, AKC keys"] = lambda n: (
+        _repeat("x" * 19 + " ", n // 2) + _repeat("AKC" + "a" * 30 + " ", n // 2)
+    )
     return cases
 
 

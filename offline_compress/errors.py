@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
+STRICT_ENV = "OFFLINE_COMPRESS_STRICT"
+
+
+def strict_mode() -> bool:
+    """``OFFLINE_COMPRESS_STRICT=1``: an internal error is raised (tests, development) instead of being logged and
+    answered with the caller's history (the hook) or one line on stderr (the CLI)."""
+    return os.environ.get(STRICT_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
 
 class OfflineCompressError(Exception):
     """Base class for every error this library raises on purpose."""

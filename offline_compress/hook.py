@@ -48,20 +48,21 @@ from .archive.recall import RECALL_NOTE
 from .archive.recall import recall_tool as archive_recall_tool
 from .archive.store import Archive, RecallHit, database_path
 from .compressor import DEFAULT_KEEP_LAST, CompressionResult, Compressor, default_compressor
-from .errors import InputError
+from .errors import InputError, one_line, strict_mode
 from .history.applied import Applied, reapply, remember, uncut
+from .history.cut import head_end
 from .history.guard import Guard
 from .history.messages import Message, MessageCache, as_messages, parse_message
 from .history.plan import Plan, plan_compaction
 from .history.trigger import CompressionDecision, TriggerConfig, evaluate_compression
-from .metrics import CompactionMetrics, Listener, report_compaction, report_kept
+from .metrics import CompactionMetrics, Listener, report_compaction, report_failed, report_kept
 from .summary.background import Background, Job
 from .summary.budget import summary_budget
 from .summary.harder import KEEP_SHARE, Replacement, compact_harder
-from .summary.message import summary_message
+from .summary.message import parse_summary_message, summary_message
 from .summary.render import RENDERS, Render
 from .summary.schema import CompressedContext
-from .tokens.protocol import CountsTokens
+from .tokens.protocol import CountsTokens, full_counter
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,7 @@ DEFAULT_TARGET_FRACTION = 0.5
 # oldest of them summarised too, then tool outputs among them cut): chosen on both corpora's design splits
 # (docs/replay.md, "Room for the summary"); 0 keeps every recent message whole unless the history would not fit.
 DEFAULT_SUMMARY_ROOM = 0.2
+DEFAULT_TRIGGER_FRACTION = TriggerConfig().token_fraction  # the trigger the two shares above were chosen with
 
 
 def _as_list(messages: Any) -> list[Any]:
@@ -90,9 +92,10 @@ def _as_list(messages: Any) -> list[Any]:
 
 class CompactionHook:
     """Keeps an agent's history inside ``model_max_tokens``; ``target_fraction`` / ``summary_keep_share``: the loop
-    guard (module docstring). ``archive_path``: the SQLite archive each compaction is committed to before a new
-    history is returned (``None``: ``$XDG_STATE_HOME/offline_compress/archive.sqlite3``; a ``.jsonl`` path: the
-    ``.sqlite3`` beside it). ``session``: this agent's id in the archive (default: a new uuid4).
+    guard (module docstring; the target is 50% of the window, or 5/6 of a trigger set below 60%).
+    ``archive_path``: the SQLite archive each compaction is committed to before a new history is returned
+    (``None``: ``$XDG_STATE_HOME/offline_compress/archive.sqlite3``; a ``.jsonl`` path: the ``.sqlite3`` beside it).
+    ``session``: this agent's id in the archive (default: a new uuid4).
     ``recall_note``: the line after the summary telling the agent it can recall archived messages; ``None``
     (default): ``recall.RECALL_NOTE`` once ``recall_tool()`` has been called (the agent has the tool), else none.
     ``summary_role``: ``"system"`` (default) or ``"user"`` for chat templates that drop or reject a system message
@@ -107,10 +110,11 @@ class CompactionHook:
     fit is dropped (the work log line by line by what each line adds, ``pack.py``), counted in the metrics, and
     stays in the archive. A user turn of 2,000+ characters stays whole while the constraints fit that share.
     ``summary_room``: the share of the window the summary keeps under the trigger before the recent messages give
-    way (default 0.2): while the head and the last ``keep_last`` messages would leave it less, the oldest of those
-    are summarised too (down to the last message and its call, never past a user's own turn), then the tool outputs
-    among them are cut (copies) before the summary is cut below that room; 0: recent messages are cut only when
-    the history would not fit the window. A later summary reads a cut message whole.
+    way (default 0.2, or a third of a trigger set below 60%): while the head and the last ``keep_last`` messages
+    would leave it less, the oldest of those are summarised too (down to the last message and its call, never past a
+    user's own turn), then the tool outputs among them are cut (copies) before the summary is cut below that room;
+    0: recent messages are cut only when the history would not fit the window. A later summary reads a cut message
+    whole.
     ``soft_fraction``: start building the summary in a worker thread once the history uses more than this share
     of the window (below the trigger's ``token_fraction``), and swap it in when the trigger fires; ``None``
     (default): off, the summary is built when the trigger fires.
@@ -119,8 +123,12 @@ class CompactionHook:
     ``on_compaction``: a callable or a list of callables, called with ``(metrics, summary)`` after each
     compaction is committed (in the thread that ran it); an exception in one is logged and never reaches the
     agent's step. More can be added to ``hook.listeners``.
+    ``counter``: the target's token counter (``CountsTokens``; one with only ``count`` and ``message_counts``
+    works too, its text counts read through it).
     The caller's list and dicts are never modified; kept messages are passed through unchanged (but for the cut
-    copies that are compacting harder's last resort)."""
+    copies that are compacting harder's last resort). A step never fails through a fault of the library's own:
+    ``before_step`` and ``compact`` then log it at ERROR, count it (``outcome="failed"``) and hand the history
+    back (``_safely``); ``OFFLINE_COMPRESS_STRICT=1`` raises instead."""
 
     def __init__(
         self,
@@ -141,10 +149,19 @@ class CompactionHook:
         soft_fraction: float | None = None,
         render: Render = "json",
         on_compaction: Listener | Sequence[Listener] | None = None,
-        target_fraction: float = DEFAULT_TARGET_FRACTION,
+        target_fraction: float | None = None,
         summary_keep_share: float = KEEP_SHARE,
-        summary_room: float = DEFAULT_SUMMARY_ROOM,
+        summary_room: float | None = None,
     ) -> None:
+        # Unset, the target and the summary's room keep their ratio to the trigger (defaults chosen at 60%), so that
+        # a lower trigger a user sets (LangChain's own tests use 10%) is never refused for a default they did not choose
+        scale = trigger.token_fraction / DEFAULT_TRIGGER_FRACTION
+        target_fraction = (
+            min(DEFAULT_TARGET_FRACTION, DEFAULT_TARGET_FRACTION * scale)
+            if target_fraction is None
+            else target_fraction
+        )
+        summary_room = min(DEFAULT_SUMMARY_ROOM, DEFAULT_SUMMARY_ROOM * scale) if summary_room is None else summary_room
         if summary_role not in ("system", "user"):
             raise ValueError(f"summary_role must be 'system' or 'user', got {summary_role!r}")
         if not 0 < summary_fraction <= 1:
@@ -187,7 +204,7 @@ class CompactionHook:
             from .tokens.counter import default_counter
 
             counter = default_counter()
-        self.counter = counter
+        self.counter = full_counter(counter)
         self.trigger = trigger
         self.keep_last = keep_last
         self.keep_first = keep_first
@@ -278,23 +295,101 @@ class CompactionHook:
     # -------------------------------------------------------------------------------------------- the step
 
     def before_step(self, messages: Sequence[Mapping[str, Any]]) -> list[Any]:
-        """Return the history to send: ``messages`` itself (as a new list) or ``[*head, summary, *recent]``."""
+        """Return the history to send: ``messages`` itself (as a new list) or ``[*head, summary, *recent]``. Never
+        raises for a fault of its own (``_safely``); a history that is not a list of messages is an ``InputError``."""
+        originals = _as_list(messages)
         with self._lock:
-            originals = _as_list(messages)
-            parsed = self._messages.parse(originals)
-            originals, parsed = reapply(self._applied, originals, parsed)
-            selector = getattr(self._compressor, "selector", None)
-            if selector is not None:  # new messages scored in a worker while the agent's own model call runs
-                selector.observe(parsed)
-            turns, trigger = self.turns_since_last_compression, self.trigger
-            decision = evaluate_compression(parsed, self.model_max_tokens, turns, config=trigger, counter=self.counter)
-            self.last_decision = decision
-            if not decision.should_compress or self.held(parsed, decision.estimated_tokens):
-                self.turns_since_last_compression += 1
-                if self.soft_fraction is not None:
-                    self._background(parsed, decision.estimated_tokens)
-                return originals
-            return self._compact(originals, parsed, decision.reason, decision.estimated_tokens)
+            return self._safely("before_step", originals, lambda: self._step(originals))
+
+    def _step(self, originals: list[Any]) -> list[Any]:
+        parsed = self._messages.parse(originals)
+        originals, parsed = reapply(self._applied, originals, parsed)
+        selector = getattr(self._compressor, "selector", None)
+        if selector is not None:  # new messages scored in a worker while the agent's own model call runs
+            selector.observe(parsed)
+        turns, trigger = self.turns_since_last_compression, self.trigger
+        decision = evaluate_compression(parsed, self.model_max_tokens, turns, config=trigger, counter=self.counter)
+        self.last_decision = decision
+        if not decision.should_compress or self.held(parsed, decision.estimated_tokens):
+            self.turns_since_last_compression += 1
+            if self.soft_fraction is not None:
+                self._background(parsed, decision.estimated_tokens)
+            return originals
+        return self._compact(originals, parsed, decision.reason, decision.estimated_tokens)
+
+    # ------------------------------------------------------------------------------------- its own faults
+
+    def _safely(self, where: str, originals: list[Any], work: Callable[[], list[Any]]) -> list[Any]:
+        """``work()``, or, when it fails through a fault of the library's own (anything but the caller's bad input),
+        the caller's history as it is, or, when that does not fit the window, the last summary and the recent
+        messages that fit (``_fallback``): logged at ERROR, counted in the metrics (``outcome="failed"``), never
+        raised into the agent's loop. ``OFFLINE_COMPRESS_STRICT=1`` raises instead (tests, development)."""
+        try:
+            return work()
+        except InputError:
+            raise
+        except Exception as error:
+            if strict_mode():
+                raise
+            start = time.perf_counter()
+            history, compaction, tokens = self._fallback(originals)
+            metrics = CompactionMetrics(
+                compaction=compaction,
+                outcome="failed",
+                reason=where,
+                note=one_line(f"{type(error).__name__}: {error}")[:500],
+                tokens_before=tokens,
+                tokens_after=tokens if compaction == 0 else self.counter.count(as_messages(history)),
+                messages_before=len(originals),
+                messages_after=len(history),
+                seconds=time.perf_counter() - start,
+                target_tokens=self.target_tokens,
+            )
+            self.metrics.append(metrics)
+            report_failed(log, metrics, session=self.session, error=error)
+            return history
+
+    def _fallback(self, originals: list[Any]) -> tuple[list[Any], int, int]:
+        """(history, its compaction number or 0, the tokens before) after a failed step: ``originals`` when it
+        fits the window (or cannot be measured), the trigger held so that the failing work is not retried at every
+        step; else the head, the last summary and the most recent messages that fit, the rest archived first."""
+        try:
+            parsed = as_messages(originals)
+            tokens = self.counter.count(parsed)
+            self.hold(parsed, tokens)
+        except Exception:
+            log.exception("session %s: the history could not be measured after a failed step", self.session)
+            return list(originals), 0, 0
+        if tokens < self.model_max_tokens:
+            return list(originals), 0, tokens
+        try:
+            head = head_end(parsed, self.keep_first, is_summary=lambda m: parse_summary_message(m) is not None)
+            summary = self._message(self.summary or CompressedContext(), head)
+            counts = self.counter.message_counts(parsed)
+            room = self.model_max_tokens - 1 - self.counter.count([*parsed[:head], parse_message(summary, index=head)])
+            cut = len(parsed)
+            while cut > head + 1 and counts[cut - 1] <= room:
+                room, cut = room - counts[cut - 1], cut - 1
+            while cut < len(parsed) - 1 and parsed[cut].role == "tool":  # never a result without its call
+                cut += 1
+            history = [*originals[:head], summary, *originals[cut:]]
+            after = self.counter.count(as_messages(history))
+            if after >= self.model_max_tokens:
+                return list(originals), 0, tokens
+            compaction = self.archive.record_compaction(
+                self.session,
+                originals,
+                head=head,
+                cut=cut,
+                reason="fallback",
+                summary_json=(self.summary or CompressedContext()).to_json(),
+                tokens_before=tokens,
+                tokens_after=after,
+            )
+            return history, compaction, tokens
+        except Exception:
+            log.exception("session %s: the fallback after a failed step failed too", self.session)
+            return list(originals), 0, tokens
 
     def compact(
         self,
@@ -312,11 +407,15 @@ class CompactionHook:
         only at some messages: ``history.plan_compaction``); the summary merged is the one the plan found in
         ``messages``, or ``previous`` (one the caller read itself, e.g. another condenser's), and kept messages are
         never cut. ``must_shrink``: the summary may go below ``summary.harder.FLOOR_TOKENS`` to shrink the history."""
-        with self._lock:
-            originals = _as_list(messages)
+        originals = _as_list(messages)
+
+        def work() -> list[Any]:
             parsed = self._messages.parse(originals)
             tokens = self.counter.count(parsed)
             return self._compact(originals, parsed, reason, tokens, plan, previous=previous, must_shrink=must_shrink)
+
+        with self._lock:
+            return self._safely("compact", originals, work)
 
     async def abefore_step(self, messages: Sequence[Mapping[str, Any]]) -> list[Any]:
         """``before_step`` without blocking the event loop: it runs in the hook's own worker thread (one at a

@@ -16,7 +16,7 @@ class CompactionMetrics(BaseModel):
     """One firing of the trigger: what was done, why, how much it saved, how long it took."""
 
     compaction: int  # number of this compaction (1, 2, ...); 0 when the history was kept
-    outcome: Literal["compacted", "kept"]
+    outcome: Literal["compacted", "kept", "failed"]  # failed: an internal error, the history handed back (hook.py)
     reason: str  # the trigger's reason (token-threshold, tool-event, turn-limit) or "manual"
     note: str = ""  # why the history was kept, or "still above the threshold"
     tokens_before: int
@@ -49,6 +49,24 @@ def report_kept(log: logging.Logger, metrics: CompactionMetrics) -> None:
         metrics.tokens_before,
         metrics.note,
         metrics.hold_until,
+        extra={"offline_compress": metrics.model_dump()},
+    )
+
+
+def report_failed(log: logging.Logger, metrics: CompactionMetrics, *, session: str, error: BaseException) -> None:
+    """The ERROR line (with the traceback) of a step the hook could not do through its own fault: what failed, on
+    which history, what was handed back."""
+    log.error(
+        "session %s: %s failed on a history of %d messages: %s; handed back %s (%d messages)",
+        session,
+        metrics.reason,
+        metrics.messages_before,
+        metrics.note,
+        "unchanged"
+        if metrics.compaction == 0
+        else f"the last summary and the recent messages (archived as {metrics.compaction})",
+        metrics.messages_after,
+        exc_info=error,
         extra={"offline_compress": metrics.model_dump()},
     )
 

@@ -96,30 +96,48 @@ def test_abefore_step_gives_what_before_step_gives(extractive_compressor, reques
     hook.close()
 
 
+class GatedCompressor(Compressor):
+    """The extractive compressor, waiting inside the compaction until the event loop has ticked (``ticked``): a
+    compaction run on the loop's own thread would never see it set."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.ticked = threading.Event()
+        self.entered = threading.Event()
+
+    def compress_detailed(self, *args, **kwargs):
+        self.entered.set()
+        if not self.ticked.wait(60):
+            raise TimeoutError("the event loop did not run while the compaction waited")
+        return super().compress_detailed(*args, **kwargs)
+
+
 def test_the_event_loop_keeps_running_during_a_compaction(requests_history, tmp_path):
-    hook = CompactionHook(WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=SlowCompressor(0.6))
+    """Proved by order, not by timing: the compaction waits for ticks that only a running loop can make."""
+    gated = GatedCompressor()
+    hook = CompactionHook(WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=gated)
     history = requests_history[:40]
-    ticks = 0
+    ticks_during = 0
 
     async def ticker(stop):
-        nonlocal ticks
+        nonlocal ticks_during
         while not stop.is_set():
-            ticks += 1
-            await asyncio.sleep(0.01)
+            if gated.entered.is_set():
+                ticks_during += 1
+                if ticks_during >= 5:
+                    gated.ticked.set()
+            await asyncio.sleep(0.001)
 
     async def main():
         stop = asyncio.Event()
         task = asyncio.create_task(ticker(stop))
-        start = time.perf_counter()
         new = await hook.abefore_step(history)
-        took = time.perf_counter() - start
         stop.set()
         await task
-        return new, took
+        return new
 
-    new, took = asyncio.run(main())
-    assert hook.compactions == 1 and len(new) < len(history) and took >= 0.6
-    assert ticks >= 20  # a blocked loop would have ticked once or twice in 0.6 s
+    new = asyncio.run(main())
+    assert hook.compactions == 1 and len(new) < len(history) and ticks_during >= 5
     hook.close()
 
 

@@ -1,5 +1,5 @@
-"""A run that loaded the model ends silently (issue 22): no traceback from llama-cpp-python's finalizers at
-interpreter shutdown. Needs the real model (the ``model_path`` fixture fails without it, as conftest.py says)."""
+"""A run that loaded the model ends silently (issues 22, 45): no traceback from llama-cpp-python's finalizers and no
+``ResourceWarning`` for its ``/dev/null`` files at interpreter shutdown. Needs the real model (the ``model_path`` fixture fails without it, as conftest.py says)."""
 
 from __future__ import annotations
 
@@ -33,9 +33,14 @@ sys._offline_compress_kept = kept
 def test_a_run_with_the_model_exits_without_a_traceback(model_path: Path) -> None:
     env = {**os.environ, "OFFLINE_COMPRESS_MODEL_DIR": str(model_path.parent), "TRANSFORMERS_VERBOSITY": "error"}
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(FIXTURE)], capture_output=True, text=True, timeout=600, env=env
+        [sys.executable, "-W", "always::ResourceWarning", "-c", SCRIPT, str(FIXTURE)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert [line.split()[0] for line in done.stdout.splitlines()] == ["outlines", "forced"], done.stdout
-    for marker in ("Traceback", "TypeError", "Exception ignored", "AttributeError"):
+    # nothing printed at exit: llama-cpp-python's /dev/null files closed too (issue 45: two ResourceWarnings)
+    for marker in ("Traceback", "TypeError", "Exception ignored", "AttributeError", "ResourceWarning"):
         assert marker not in done.stderr, done.stderr[-2000:]

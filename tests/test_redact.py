@@ -6,7 +6,6 @@ import base64
 import copy
 import hashlib
 import json
-import time
 import uuid
 from pathlib import Path
 
@@ -198,35 +197,6 @@ def test_spans_are_ordered_and_disjoint() -> None:
     out = redact(text)
     assert OPENAI not in out and JWT not in out
     assert out.count("[REDACTED:") == 3
-
-
-ADVERSARIAL = {
-    "original": lambda k: (
-        ("sk-" + "a" * 50 + " ") * 1000 * k + "password=" * 2500 * k + "eyJ" + "a" * 10000 * k + "://" + "x:" * 5000 * k
-    ),
-    "commands": lambda k: "curl " + "-u a:" * 2500 * k + " mysql " + "-p" * 5000 * k + " --password" * 2500 * k,
-    "keywords": lambda k: ("password = '" + "a" * 30) * 500 * k + "key" * 5000 * k,
-    "one-long-line": lambda k: '"' + "A1b2" * 25000 * k + '"' + " AccountKey=" * 2500 * k,
-    "many-short-tokens": lambda k: ("x" * 19 + " ") * 10000 * k + ("AKC" + "a" * 30 + " ") * 500 * k,
-}
-
-
-def _best_of_3(text: str) -> float:
-    runs = []
-    for _ in range(3):
-        t = time.perf_counter()
-        redact(text)
-        runs.append(time.perf_counter() - t)
-    return min(runs)
-
-
-@pytest.mark.parametrize("name", list(ADVERSARIAL))
-def test_linear_time_on_adversarial_input(name: str) -> None:
-    """Twice the input, about twice the time (a quadratic regex would take four times); and seconds, not minutes."""
-    make = ADVERSARIAL[name]
-    small, large = _best_of_3(make(1)), _best_of_3(make(2))
-    assert large < 3 * small + 0.05, (small, large)
-    assert large < 10.0
 
 
 def _plugin_samples() -> dict[str, str]:

@@ -5,7 +5,6 @@ two bundled runs through the real model's token embeddings."""
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -130,10 +129,8 @@ def test_the_worker_never_blocks_a_step(model_path: Path) -> None:
     slow = _SlowEmbeddings(model_path, default_counter().tokenizer)
     selector = Selector(embeddings=slow)
     history = load_history(RUNS / "django__django-11163.traj.json")
-    start = time.perf_counter()
     selector.observe(history)
-    assert time.perf_counter() - start < 0.5  # queued, not scored: the worker is held
-    assert selector.scored_pieces == 0
+    assert selector.scored_pieces == 0  # queued, not scored: the worker is held (a blocking observe would score)
     slow.gate.set()
     selector.wait()
     assert selector.scored_pieces > 0 and selector.worker_seconds > 0

@@ -281,7 +281,7 @@ def test_connection_refused_is_one_clear_error_at_once():
     start = time.perf_counter()
     with pytest.raises(BackendError, match=rf"127\.0\.0\.1:{port}/v1/models: connection refused"):
         OpenAIServerBackend(f"http://127.0.0.1:{port}")
-    assert time.perf_counter() - start < 5
+    assert time.perf_counter() - start < 30  # at once, not after a default timeout of minutes
 
 
 def test_a_server_that_never_answers_times_out_with_one_clear_error():
@@ -292,7 +292,7 @@ def test_a_server_that_never_answers_times_out_with_one_clear_error():
         start = time.perf_counter()
         with pytest.raises(BackendError, match=r"no answer within 1 s \(read timeout\)"):
             OpenAIServerBackend(f"http://127.0.0.1:{listener.getsockname()[1]}", read_timeout=1.0)
-        assert time.perf_counter() - start < 5
+        assert time.perf_counter() - start < 30  # at once, not after a default timeout of minutes
     finally:
         listener.close()
 

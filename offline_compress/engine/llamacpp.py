@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import time
 import warnings
 import weakref
@@ -60,6 +61,7 @@ class LlamaCppBackend:
             import outlines
         except ImportError as err:  # pragma: no cover - install problem
             raise BackendError(f"llama-cpp-python and outlines are required ({err}); see README, 'Install'") from err
+        _quiet_null_files()
         if decoder not in ("outlines", "forced"):
             raise ValueError(f"decoder must be 'outlines' or 'forced', got {decoder!r}")
         self.model_path = Path(model_path)
@@ -273,3 +275,32 @@ def _close_loaded() -> None:
 
 
 atexit.register(_close_loaded)
+
+
+class _DevNull:
+    """What llama-cpp-python writes its suppressed output to: a bare descriptor of ``os.devnull``, which the process
+    closes at exit (the text files it opens at import are never closed and warn at exit, ``ResourceWarning``)."""
+
+    def __init__(self) -> None:
+        self.fd = os.open(os.devnull, os.O_WRONLY)
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _quiet_null_files() -> None:
+    """Swap llama-cpp-python's two module-level ``/dev/null`` files (``llama_cpp._utils``, read by name when it
+    silences llama.cpp) for ``_DevNull``s, once, and close them: a clean interpreter exit."""
+    from llama_cpp import _utils
+
+    for name in ("outnull_file", "errnull_file"):
+        current = getattr(_utils, name, None)
+        if current is not None and not isinstance(current, _DevNull):
+            setattr(_utils, name, _DevNull())
+            current.close()

@@ -207,8 +207,10 @@ def classify_result(
     return ("partial" if truncated else "success"), None, None
 
 
-def _fallback_line(text: str, body: str, rc_match: re.Match[str] | None) -> str:
+def _fallback_line(text: str, body: str, rc_match: re.Match[str] | None) -> str | None:
+    """The last line the command printed, else its return code's tag, else None: an empty output (Codex's
+    ``rg`` that finds nothing, ``{"output": "", "metadata": {"exit_code": 1}}``) has no line to quote."""
     for line in reversed(body.splitlines()):
         if line.strip():
             return _clip_line(line)
-    return rc_match.group(0) if rc_match else "(no output)"
+    return rc_match.group(0) if rc_match else None
