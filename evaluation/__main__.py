@@ -1,4 +1,4 @@
-"""``python -m evaluation eval|bench|reliability|ab-replay|ab-fits|ab-contexts|ab|load-test``: the evaluation and the benchmarks, run from a
+"""``python -m evaluation eval|bench|reliability|ab-replay|ab-fits|ab-contexts|ab|load-test|resume-qa``: the evaluation and the benchmarks, run from a
 checkout (they read its fixtures, ``eval/`` and ``../shared``; none of it is in the wheel).
 
 Errors in the input or the model files print one line to stderr and exit with status 2, as ``offline-compress``
@@ -18,6 +18,7 @@ from .contexts import add_ab_contexts_parser
 from .fitting import add_ab_fits_parser
 from .load import add_load_test_parser
 from .replay import add_ab_replay_parser
+from .resume_qa import add_resume_qa_parser
 from .summary_eval import add_eval_parser
 
 
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_ab_contexts_parser(sub)
     add_ab_parser(sub)
     add_load_test_parser(sub)
+    add_resume_qa_parser(sub)
     return parser
 
 
