@@ -7,18 +7,14 @@ they need) stay verbatim after it:
     [*head, summary, *recent]
 
 A compaction that would not make the history smaller is not done: the history is returned as it was and the
-metrics say why.
+metrics say why. A fault of the library's own never fails the step (``safe_step``).
 
-No compaction loops: a compaction that leaves the history above ``target_fraction`` of the window (default 50%,
-below the trigger's 60%) holds the trigger until the history grows by the trigger's margin over the target or no
-longer fits the window, and says so once (a WARNING, ``over_target`` in the metrics); a firing that cannot compact
-at all holds it too. Compacting harder: the summary may be cut toward the target down to ``summary_keep_share`` of
-itself (default 1.0: not cut, measured in docs/replay.md), and, the last resort, the longest recent messages are cut
-(copies; the originals archived first) when the history would not fit the window (``summary.harder``). Before
-that, the recent messages make room for the summary (``summary_room``): the oldest of them are summarised too, and
-tool outputs among them cut, rather than the summary cut below that room. The next compaction merges the summary as
-it was before any cut, and with the lines left out for the kept messages (``CompressionResult.carried``), and reads
-a recent message that was cut whole (``history.applied.uncut``): a cut fits one context, it does not forget.
+No compaction loops: a compaction that leaves the history above ``target_fraction`` of the window holds the trigger
+until the history grows by the trigger's margin over the target or no longer fits the window, and says so once (a
+WARNING, ``over_target`` in the metrics); a firing that cannot compact at all holds it too. Compacting harder
+(``summary.harder``) and the summary's room (``summary_room``): see the class. The next compaction merges the summary
+as it was before any cut (``CompressionResult.carried``) and reads a recent message that was cut whole
+(``history.applied.uncut``): a cut fits one context, it does not forget.
 
 Background compaction (``soft_fraction``, off by default): the summary is built in a worker thread from the soft
 threshold on and swapped in when the trigger fires, if still exact (``summary.background``).
@@ -48,18 +44,18 @@ from .archive.recall import RECALL_NOTE
 from .archive.recall import recall_tool as archive_recall_tool
 from .archive.store import Archive, RecallHit, database_path
 from .compressor import DEFAULT_KEEP_LAST, CompressionResult, Compressor, default_compressor
-from .errors import InputError, one_line, strict_mode
+from .errors import InputError
 from .history.applied import Applied, reapply, remember, uncut
-from .history.cut import head_end
 from .history.guard import Guard
 from .history.messages import Message, MessageCache, as_messages, parse_message
 from .history.plan import Plan, plan_compaction
 from .history.trigger import CompressionDecision, TriggerConfig, evaluate_compression
-from .metrics import CompactionMetrics, Listener, report_compaction, report_failed, report_kept
+from .metrics import CompactionMetrics, Listener, report_compaction, report_kept
+from .safe_step import safely
 from .summary.background import Background, Job
 from .summary.budget import summary_budget
 from .summary.harder import KEEP_SHARE, Replacement, compact_harder
-from .summary.message import parse_summary_message, summary_message
+from .summary.message import summary_message
 from .summary.render import RENDERS, Render
 from .summary.schema import CompressedContext
 from .tokens.protocol import CountsTokens, full_counter
@@ -82,6 +78,11 @@ DEFAULT_TARGET_FRACTION = 0.5
 # (docs/replay.md, "Room for the summary"); 0 keeps every recent message whole unless the history would not fit.
 DEFAULT_SUMMARY_ROOM = 0.2
 DEFAULT_TRIGGER_FRACTION = TriggerConfig().token_fraction  # the trigger the two shares above were chosen with
+
+
+def _scaled(default: float, trigger: TriggerConfig) -> float:
+    """A share chosen with the default trigger, kept in proportion under a lower one (LangChain's tests use 10%)."""
+    return min(default, default * trigger.token_fraction / DEFAULT_TRIGGER_FRACTION)
 
 
 def _as_list(messages: Any) -> list[Any]:
@@ -123,12 +124,9 @@ class CompactionHook:
     ``on_compaction``: a callable or a list of callables, called with ``(metrics, summary)`` after each
     compaction is committed (in the thread that ran it); an exception in one is logged and never reaches the
     agent's step. More can be added to ``hook.listeners``.
-    ``counter``: the target's token counter (``CountsTokens``; one with only ``count`` and ``message_counts``
-    works too, its text counts read through it).
+    ``counter``: the target's ``CountsTokens`` (one with only ``count`` and ``message_counts`` works too).
     The caller's list and dicts are never modified; kept messages are passed through unchanged (but for the cut
-    copies that are compacting harder's last resort). A step never fails through a fault of the library's own:
-    ``before_step`` and ``compact`` then log it at ERROR, count it (``outcome="failed"``) and hand the history
-    back (``_safely``); ``OFFLINE_COMPRESS_STRICT=1`` raises instead."""
+    copies that are compacting harder's last resort)."""
 
     def __init__(
         self,
@@ -153,15 +151,9 @@ class CompactionHook:
         summary_keep_share: float = KEEP_SHARE,
         summary_room: float | None = None,
     ) -> None:
-        # Unset, the target and the summary's room keep their ratio to the trigger (defaults chosen at 60%), so that
-        # a lower trigger a user sets (LangChain's own tests use 10%) is never refused for a default they did not choose
-        scale = trigger.token_fraction / DEFAULT_TRIGGER_FRACTION
-        target_fraction = (
-            min(DEFAULT_TARGET_FRACTION, DEFAULT_TARGET_FRACTION * scale)
-            if target_fraction is None
-            else target_fraction
-        )
-        summary_room = min(DEFAULT_SUMMARY_ROOM, DEFAULT_SUMMARY_ROOM * scale) if summary_room is None else summary_room
+        # unset, they keep their ratio to the trigger: a low trigger a user sets is never refused for their defaults
+        target_fraction = _scaled(DEFAULT_TARGET_FRACTION, trigger) if target_fraction is None else target_fraction
+        summary_room = _scaled(DEFAULT_SUMMARY_ROOM, trigger) if summary_room is None else summary_room
         if summary_role not in ("system", "user"):
             raise ValueError(f"summary_role must be 'system' or 'user', got {summary_role!r}")
         if not 0 < summary_fraction <= 1:
@@ -292,14 +284,11 @@ class CompactionHook:
     def compactions(self) -> int:
         return sum(1 for m in self.metrics if m.outcome == "compacted")
 
-    # -------------------------------------------------------------------------------------------- the step
-
     def before_step(self, messages: Sequence[Mapping[str, Any]]) -> list[Any]:
-        """Return the history to send: ``messages`` itself (as a new list) or ``[*head, summary, *recent]``. Never
-        raises for a fault of its own (``_safely``); a history that is not a list of messages is an ``InputError``."""
+        """Return the history to send: ``messages`` itself (as a new list) or ``[*head, summary, *recent]``."""
         originals = _as_list(messages)
         with self._lock:
-            return self._safely("before_step", originals, lambda: self._step(originals))
+            return safely(self, "before_step", originals, lambda: self._step(originals))
 
     def _step(self, originals: list[Any]) -> list[Any]:
         parsed = self._messages.parse(originals)
@@ -316,80 +305,6 @@ class CompactionHook:
                 self._background(parsed, decision.estimated_tokens)
             return originals
         return self._compact(originals, parsed, decision.reason, decision.estimated_tokens)
-
-    # ------------------------------------------------------------------------------------- its own faults
-
-    def _safely(self, where: str, originals: list[Any], work: Callable[[], list[Any]]) -> list[Any]:
-        """``work()``, or, when it fails through a fault of the library's own (anything but the caller's bad input),
-        the caller's history as it is, or, when that does not fit the window, the last summary and the recent
-        messages that fit (``_fallback``): logged at ERROR, counted in the metrics (``outcome="failed"``), never
-        raised into the agent's loop. ``OFFLINE_COMPRESS_STRICT=1`` raises instead (tests, development)."""
-        try:
-            return work()
-        except InputError:
-            raise
-        except Exception as error:
-            if strict_mode():
-                raise
-            start = time.perf_counter()
-            history, compaction, tokens = self._fallback(originals)
-            metrics = CompactionMetrics(
-                compaction=compaction,
-                outcome="failed",
-                reason=where,
-                note=one_line(f"{type(error).__name__}: {error}")[:500],
-                tokens_before=tokens,
-                tokens_after=tokens if compaction == 0 else self.counter.count(as_messages(history)),
-                messages_before=len(originals),
-                messages_after=len(history),
-                seconds=time.perf_counter() - start,
-                target_tokens=self.target_tokens,
-            )
-            self.metrics.append(metrics)
-            report_failed(log, metrics, session=self.session, error=error)
-            return history
-
-    def _fallback(self, originals: list[Any]) -> tuple[list[Any], int, int]:
-        """(history, its compaction number or 0, the tokens before) after a failed step: ``originals`` when it
-        fits the window (or cannot be measured), the trigger held so that the failing work is not retried at every
-        step; else the head, the last summary and the most recent messages that fit, the rest archived first."""
-        try:
-            parsed = as_messages(originals)
-            tokens = self.counter.count(parsed)
-            self.hold(parsed, tokens)
-        except Exception:
-            log.exception("session %s: the history could not be measured after a failed step", self.session)
-            return list(originals), 0, 0
-        if tokens < self.model_max_tokens:
-            return list(originals), 0, tokens
-        try:
-            head = head_end(parsed, self.keep_first, is_summary=lambda m: parse_summary_message(m) is not None)
-            summary = self._message(self.summary or CompressedContext(), head)
-            counts = self.counter.message_counts(parsed)
-            room = self.model_max_tokens - 1 - self.counter.count([*parsed[:head], parse_message(summary, index=head)])
-            cut = len(parsed)
-            while cut > head + 1 and counts[cut - 1] <= room:
-                room, cut = room - counts[cut - 1], cut - 1
-            while cut < len(parsed) - 1 and parsed[cut].role == "tool":  # never a result without its call
-                cut += 1
-            history = [*originals[:head], summary, *originals[cut:]]
-            after = self.counter.count(as_messages(history))
-            if after >= self.model_max_tokens:
-                return list(originals), 0, tokens
-            compaction = self.archive.record_compaction(
-                self.session,
-                originals,
-                head=head,
-                cut=cut,
-                reason="fallback",
-                summary_json=(self.summary or CompressedContext()).to_json(),
-                tokens_before=tokens,
-                tokens_after=after,
-            )
-            return history, compaction, tokens
-        except Exception:
-            log.exception("session %s: the fallback after a failed step failed too", self.session)
-            return list(originals), 0, tokens
 
     def compact(
         self,
@@ -415,7 +330,7 @@ class CompactionHook:
             return self._compact(originals, parsed, reason, tokens, plan, previous=previous, must_shrink=must_shrink)
 
         with self._lock:
-            return self._safely("compact", originals, work)
+            return safely(self, "compact", originals, work)
 
     async def abefore_step(self, messages: Sequence[Mapping[str, Any]]) -> list[Any]:
         """``before_step`` without blocking the event loop: it runs in the hook's own worker thread (one at a
@@ -434,10 +349,6 @@ class CompactionHook:
                 self._step_worker = ThreadPoolExecutor(1, thread_name_prefix=f"offline-compress-{self.session[:8]}")
             worker = self._step_worker
         return await asyncio.get_running_loop().run_in_executor(worker, call, messages)
-
-    # ------------------------------------------------------------------------------------- compaction
-
-    # ------------------------------------------------------------------------------------- the loop guard
 
     def held(self, parsed: Sequence[Message], tokens: int) -> bool:
         """The trigger is held for this history (``history.guard``): a compaction could not get it under
@@ -485,7 +396,7 @@ class CompactionHook:
             return "nothing to compress between the kept head and the recent messages"
         # Any summary costs at least the empty one: a region smaller than that can only grow (no model call).
         if self._empty_summary_tokens is None:
-            self._empty_summary_tokens = self.counter.count([self._message(CompressedContext(), 0)])
+            self._empty_summary_tokens = self.counter.count([self.summary_message(CompressedContext(), 0)])
         region_tokens = sum(self.counter.message_counts([parsed[i] for i in region]))
         if region_tokens <= self._empty_summary_tokens:
             return f"the {len(region)} messages to compress hold {region_tokens} tokens, no more than an empty summary"
@@ -506,7 +417,7 @@ class CompactionHook:
             parsed, plan=plan, previous=previous, summary_tokens=budget, counter=self.counter, constraint_tokens=bound
         )
 
-    def _message(self, context: CompressedContext, head: int) -> dict[str, Any]:
+    def summary_message(self, context: CompressedContext, head: int) -> dict[str, Any]:
         note = "\n".join(x for x in (HEAD_NOTE if head else "", self.note) if x)
         return summary_message(context, note, self.render) | {"role": self.summary_role}
 
@@ -574,7 +485,7 @@ class CompactionHook:
     def _replacement(
         self, originals: list[Any], plan: Plan, result: CompressionResult, tokens_before: int
     ) -> Replacement:
-        message = self._message(result.context, plan.head)
+        message = self.summary_message(result.context, plan.head)
         history = [*originals[: plan.head], message, *originals[plan.cut :]]
         parsed = as_messages(history)
         return Replacement(
@@ -651,8 +562,6 @@ class CompactionHook:
             listeners=self.listeners,
         )
         return new_history
-
-    # ------------------------------------------------------------------------------------- background
 
     def _background(self, parsed: list[Message], tokens: int) -> None:
         """Past the soft threshold, start a summary of the current history's older part in the worker (once;

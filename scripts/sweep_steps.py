@@ -5,7 +5,8 @@ target of 0 exceptions out of ``before_step`` / ``compress`` over ../shared and 
 
 Each history is stepped as an agent loop steps it (``evaluation.load.run_loop``: before each assistant message the
 hook gets its own last output plus the messages recorded since), once per window, then compressed whole by
-``Compressor()``. Prints the exceptions by kind with the first file of each; exits 1 if there was any."""
+``Compressor()``. Prints the exceptions by kind with the first file of each; exits 1 if there was any. A typed
+``InputError`` (a history with nothing to compress) is counted apart: it is the documented answer, not a fault."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evaluation.load import run_loop  # noqa: E402
 from offline_compress import CompactionHook, Compressor  # noqa: E402
+from offline_compress.errors import InputError  # noqa: E402
 from offline_compress.files import find_history_files  # noqa: E402
 from offline_compress.formats import load_history_with_format  # noqa: E402
 
@@ -64,6 +66,8 @@ def main() -> int:
         try:
             compressor.compress(messages)
             counts["compress runs"] += 1
+        except InputError:  # a clear, typed refusal (nothing to compress in a history this short): not a fault
+            counts["compress refused (InputError)"] += 1
         except Exception as err:
             failures.append({"file": str(path), "where": "compress", "error": "".join(traceback.format_exception(err))})
         sys.stderr.write(

@@ -185,6 +185,7 @@ def test_the_user_cli_keeps_only_what_a_user_runs() -> None:
         "ab",
         "load-test",
         "reliability",
+        "resume-qa",
     }
 
 
@@ -228,7 +229,18 @@ def test_folders_by_concern_each_with_a_docstring_of_a_paragraph() -> None:
 
 def test_the_top_level_holds_the_faces_and_few_modules() -> None:
     top = sorted(p.stem for p in PACKAGE.glob("*.py"))
-    assert top == ["__init__", "batch", "compressor", "download", "errors", "files", "hook", "metrics", "model_files"]
+    assert top == [
+        "__init__",
+        "batch",
+        "compressor",
+        "download",
+        "errors",
+        "files",
+        "hook",
+        "metrics",
+        "model_files",
+        "safe_step",
+    ]
 
 
 def test_no_module_is_over_600_lines() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..archive.recall import format_hits
 from ..archive.store import Archive, ArchiveError, CompactionRecord
-from ..files import write_atomic
+from ..files import write_output
 
 
 def _show_text(records: Sequence[CompactionRecord]) -> str:
@@ -32,22 +32,15 @@ def _show_text(records: Sequence[CompactionRecord]) -> str:
     return "\n\n".join(blocks)
 
 
-def _write(text: str, out: str | None) -> None:
-    if out:
-        write_atomic(Path(out), text)
-    else:
-        sys.stdout.write(text)
-
-
 def cmd_recall(args: argparse.Namespace) -> int:
     if args.k < 1:
         raise ValueError("--k must be at least 1")
     with Archive(args.archive, create=False) as archive:
         hits = archive.recall(args.query, k=args.k, session=args.session)
     if args.json:
-        _write(json.dumps([h.model_dump() for h in hits], ensure_ascii=False, indent=1) + "\n", None)
+        write_output(json.dumps([h.model_dump() for h in hits], ensure_ascii=False, indent=1) + "\n", None)
     else:
-        _write(format_hits(hits, args.query) + "\n", None)
+        write_output(format_hits(hits, args.query) + "\n", None)
     return 0
 
 
@@ -58,23 +51,23 @@ def cmd_show(args: argparse.Namespace) -> int:
         records = archive.compactions(args.session)
     if args.json:
         doc = [{**r.model_dump(), "summary": json.loads(r.summary)} for r in records]
-        _write(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", None)
+        write_output(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", None)
     else:
-        _write(_show_text(records) + "\n", None)
+        write_output(_show_text(records) + "\n", None)
     return 0
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
     with Archive(args.archive, create=False) as archive:
         history = archive.restore(args.compaction, session=args.session)
-    _write(json.dumps(history, ensure_ascii=False, indent=1) + "\n", args.output)
+    write_output(json.dumps(history, ensure_ascii=False, indent=1) + "\n", args.output)
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     with Archive(args.archive, create=False) as archive:
         lines = list(archive.export_jsonl(args.session))
-    _write("".join(line + "\n" for line in lines), args.output)
+    write_output("".join(line + "\n" for line in lines), args.output)
     return 0
 
 
@@ -109,7 +102,13 @@ def add_archive_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="as JSON")
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("restore", help="the full history as it was before a compaction (undo), as a JSON list")
+    p = sub.add_parser(
+        "restore",
+        help="the full history as it was before a compaction (undo), as a JSON list",
+        description="The full history as it was given to a compaction (undo), as a JSON list: exactly what "
+        "Archive.restore returns. UTF-8, but for a lone surrogate (text cut inside an emoji, as real logs "
+        "hold), which is written as its JSON escape (\\ud83d), as json.dumps writes it with ensure_ascii.",
+    )
     p.add_argument("archive", help=path_help)
     p.add_argument("--compaction", type=int, required=True, help="its number (see show)")
     p.add_argument("--session", help=session_help)
@@ -118,7 +117,13 @@ def add_archive_parsers(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("archive", help="move an archive in or out of the JSONL format")
     verbs = p.add_subparsers(dest="verb", required=True)
-    q = verbs.add_parser("export", help="the replaced messages and summaries as JSONL")
+    q = verbs.add_parser(
+        "export",
+        help="the replaced messages and summaries as JSONL",
+        description="The replaced messages and summaries as JSONL (what archive import reads): exactly what "
+        "Archive.export_jsonl gives. UTF-8, but for a lone surrogate (text cut inside an emoji), which is written "
+        "as its JSON escape (\\ud83d), as json.dumps writes it with ensure_ascii.",
+    )
     q.add_argument("archive", help=path_help)
     q.add_argument("--session", help="the session to export (needed when there are several)")
     q.add_argument("-o", "--output", help="write here (atomically) instead of stdout")

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..batch import plan, run_local, run_ray
 from ..errors import InputError
+from ..files import check_output
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -27,6 +28,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         raise InputError(f"--keep-last must be 0 or more, got {args.keep_last}")
     Compressor(None, max_tokens=args.max_tokens)  # a budget below the largest draft: one line now, not per worker
     out_dir = Path(args.out)
+    check_output(out_dir, folder=True)  # one line now, not one per file (or a traceback from plan)
     todo, skipped = plan(args.inputs, out_dir)
     model = None if args.no_model else args.model
     if model is not None:  # a missing or altered model is one error before any work, not one per file

@@ -8,7 +8,8 @@ import sys
 from typing import Any
 
 from ..contradictions import ContradictionReport, count_contradictions
-from ..errors import OfflineCompressError
+from ..errors import OfflineCompressError, one_line
+from ..files import write_output
 
 
 def _report_json(path: str, report: ContradictionReport) -> dict[str, Any]:
@@ -29,17 +30,16 @@ def cmd_contradictions(args: argparse.Namespace) -> int:
             messages = load_history(path, args.format)
             report = count_contradictions(messages)
         except (OfflineCompressError, ValueError) as err:
-            print(f"offline-compress: error: {err}", file=sys.stderr, flush=True)
+            print(f"offline-compress: error: {one_line(str(err))}", file=sys.stderr, flush=True)
             failed = True
             continue
         document = _report_json(path, report)
         if args.json:
             documents.append(document)
         else:
-            sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
-            sys.stdout.flush()
+            write_output(json.dumps(document, ensure_ascii=False) + "\n", None)
     if args.json:
-        sys.stdout.write(json.dumps(documents, ensure_ascii=False, indent=2) + "\n")
+        write_output(json.dumps(documents, ensure_ascii=False, indent=2) + "\n", None)
     return 2 if failed else 0
 
 

@@ -9,7 +9,7 @@ import argparse
 import time
 from pathlib import Path
 
-from ..files import write_atomic
+from ..files import check_output, write_output
 
 
 def cmd_train_selector(args: argparse.Namespace) -> int:
@@ -21,6 +21,7 @@ def cmd_train_selector(args: argparse.Namespace) -> int:
     from . import progress
 
     started = time.perf_counter()
+    check_output(args.out)  # now, not after the training
     labels = Path(args.labels)
     if not labels.is_file():
         raise InputError(
@@ -31,7 +32,7 @@ def cmd_train_selector(args: argparse.Namespace) -> int:
     embeddings = TokenEmbeddings(resolve_model(args.model), default_counter().tokenizer)
     head = train(rows, embeddings, epochs=args.epochs, note=progress)
     head.meta["labels_file"] = labels.name
-    write_atomic(Path(args.out), head.to_json())
+    write_output(head.to_json(), args.out)
     v = head.meta["validation"]
     progress(
         f"trained in {time.perf_counter() - started:.1f} s; validation AUC {v['auc']} (rule features alone "
