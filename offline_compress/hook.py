@@ -160,6 +160,8 @@ class CompactionHook:
             raise ValueError(f"summary_fraction must be in (0, 1], got {summary_fraction}")
         if model_max_tokens <= 0:
             raise ValueError(f"model_max_tokens must be positive, got {model_max_tokens}")
+        if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
+            raise ValueError(f"keep_last must be an int >= 0, got {keep_last!r}")
         if keep_first is not None and keep_first < 0:
             raise ValueError(f"keep_first must be None or >= 0, got {keep_first}")
         if soft_fraction is not None and not 0 < soft_fraction < trigger.token_fraction:

@@ -45,6 +45,7 @@ def plan_compaction(
     *,
     counts: Sequence[int] | None = None,
     kept_tokens: int | None = None,
+    strict_head: bool = False,
 ) -> Plan:
     """The plan for ``messages``. ``keep_first``: ``None`` keeps the leading system/developer messages and the
     first user message (the task); an int keeps that many first messages; 0 summarises from the start. The head
@@ -53,8 +54,10 @@ def plan_compaction(
     ``kept_tokens`` (with ``counts``, the tokens of each message): the head and the recent messages together hold
     at most this many, as far as moving the cut allows: while they hold more, the oldest of the last
     ``keep_last`` messages are summarised too, down to the last one and the call it answers, and never past a
-    user's own turn (it stays verbatim). The room this leaves is the summary's (``CompactionHook.summary_room``)."""
-    head = head_end(messages, keep_first, is_summary=is_summary_message)
+    user's own turn (it stays verbatim). The room this leaves is the summary's (``CompactionHook.summary_room``).
+    ``strict_head``: an int ``keep_first`` is kept whole even when an earlier summary of ours stands in it (an
+    adapter whose framework pins its first events: that summary stays; a later one is merged)."""
+    head = head_end(messages, keep_first, is_summary=None if strict_head else is_summary_message)
     cut = cut_index(messages, keep_last)
     if counts is not None and kept_tokens is not None:
         if len(counts) != len(messages):

@@ -14,7 +14,8 @@ trigger, the cut and the summary are ``CompactionHook``'s: exact token counts, t
 AI message with tool calls never separated from its tool messages, the summary a grounded ``CompressedContext``
 written offline, the replaced messages archived first, and no compaction loops (the hook's target and hold). Kept
 messages are passed through as the same objects (ids, metadata and all); one cut to fit the window (the hook's
-last resort) is a copy with the same id.
+last resort) is a copy with the same id. The web URL of an image in a summarised message stays in the summary
+(``readable``), as ``SummarizationMiddleware`` keeps it for the agent to fetch the image again.
 
 Each conversation gets its own hook, so two threads never share a summary: the conversation is the
 checkpointer's ``thread_id``, or, without a checkpointer, the id of the first message (the head keeps it; with
@@ -72,6 +73,42 @@ def to_openai(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
     if len(converted) != len(messages):  # one dict per message, or the identity mapping back breaks
         raise InputError(f"langchain-core converted {len(messages)} messages into {len(converted)}")
     return converted
+
+
+IMAGE_TEXT = "[image_url] "  # how an image's URL reads to the summariser (``readable``)
+
+
+def readable(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` (an OpenAI chat dict) with the web URL of each image part readable as that part's text, so that
+    the summary of a message that showed an image still names it (SummarizationMiddleware keeps image URLs in its
+    summary prompt for the agent to fetch again). A new dict when something was added; the token count is the same
+    (the target's template renders an image part by its type, never its text); ``data:`` URLs are left alone."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    parts, changed = [], False
+    for part in content:
+        image = part.get("image_url") if isinstance(part, dict) and part.get("type") == "image_url" else None
+        url = image.get("url") if isinstance(image, dict) else image
+        if isinstance(url, str) and url.startswith(("http://", "https://")) and "text" not in part:
+            part, changed = {**part, "text": IMAGE_TEXT + url}, True
+        parts.append(part)
+    return {**message, "content": parts} if changed else message
+
+
+def _unreadable(content: Any) -> Any:
+    """``content`` without the text ``readable`` gave its image parts (a recent message the hook cut goes back to
+    the agent as LangChain content)."""
+    if not isinstance(content, list):
+        return content
+    return [
+        {k: v for k, v in part.items() if k != "text"}
+        if isinstance(part, dict)
+        and part.get("type") == "image_url"
+        and str(part.get("text", "")).startswith(IMAGE_TEXT)
+        else part
+        for part in content
+    ]
 
 
 def summary_to_langchain(summary: dict[str, Any], conversation: str | None = None) -> BaseMessage:
@@ -149,6 +186,9 @@ class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 )
         if summary_role not in ("human", "system"):
             raise ValueError(f"summary_role must be 'human' or 'system', got {summary_role!r}")
+        keep_last = hook_options.get("keep_last", 0)
+        if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
+            raise ValueError(f"keep_last must be an int >= 0, got {keep_last!r}")
         for forbidden in ("session", "recall_note"):
             if forbidden in hook_options:
                 raise ValueError(f"{forbidden}= is set by the middleware (per conversation; recall=)")
@@ -201,7 +241,7 @@ class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> list[BaseMessage] | None:
         """The new message list, or None when the hook keeps the history as it is. ``key``: the conversation the
         summary carries on."""
-        converted = to_openai(messages)
+        converted = [readable(d) for d in to_openai(messages)]
         new = hook.before_step(converted)
         if len(new) == len(converted) and all(a is b for a, b in zip(new, converted)):
             return None
@@ -216,7 +256,7 @@ class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 summary_added = True
             else:  # a recent message the hook cut to fit the window: the same message (id and all), its text cut
                 source = messages[len(messages) - (len(new) - i)]
-                out.append(source.model_copy(update={"content": d["content"]}))
+                out.append(source.model_copy(update={"content": _unreadable(d["content"])}))
         return out
 
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:

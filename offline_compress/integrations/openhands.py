@@ -11,23 +11,28 @@ the summary, and the offset where the SDK inserts it), and the SDK applies it to
 
 - Requirement: an unhandled ``CondensationRequest`` (a user's or the agent's) or a view that no longer fits the
   window is HARD; our trigger firing (60% of the window by default, a heavy tool, the turn limit) is SOFT, so
-  when no condensation is possible the agent just goes on with the full view. A summariser that fails (a model
-  that cannot load) is a ``NoCondensationAvailableException`` for a SOFT requirement and a hard context reset
-  with the extractive compressor for a HARD one: the conversation never crashes on it. A HARD one always shrinks
-  the view: the summary down to its required items, then (as the SDK's own reset does) everything after the
-  system prompt, ``keep_first`` included, is summarised.
+  when no condensation is possible (no room between the kept head and the last ``keep_last`` messages, or no
+  summary shorter than what it would replace) the agent just goes on with the unchanged view. A summariser that
+  fails (a model that cannot load, or fails while it summarises) is a ``NoCondensationAvailableException`` for a
+  SOFT requirement and a hard context reset with the extractive compressor for a HARD one: the conversation never
+  crashes on it. A HARD one always shrinks the view: fewer recent messages, then the summary down to its
+  required items, then (as the SDK's own reset does) everything after the system prompt, ``keep_first``
+  included, is summarised. Only when no summary can be shorter than the events it would replace (a request on
+  a short history) is a request answered by a ``Condensation`` that forgets nothing, the view left as it is
+  (under the trigger; over it the SDK raises, as nothing can help).
 - No condensation loops (``CompactionHook``'s guard): a condensation aims at half the window; when the summary
   at its floor cannot get there, the trigger is held until the view has grown by a tenth of the window, and when
   the view would not even fit the window, fewer recent messages are kept.
 - What is kept follows the SDK's conventions: the ``SystemPromptEvent`` and the first ``keep_first`` events
-  are never forgotten; every boundary is one of the view's manipulation indices (tool calls with their
-  observations, multi-action batches and thinking-block tool loops stay whole); the last ``keep_last``
-  messages stay verbatim. Between them everything is forgotten, and only what the summary covers.
+  are never forgotten (an earlier summary of ours among them included); every boundary is one of the view's
+  manipulation indices (tool calls with their observations, multi-action batches and thinking-block tool loops
+  stay whole); the last ``keep_last`` messages stay verbatim. Between them everything is forgotten, and only
+  what the summary covers.
 - The summary is ``CompactionHook``'s: a ``[CONTEXT_SUMMARY]`` JSON document written offline (grounded facts,
-  the embedded model's narrative), the replaced events archived first. An earlier summary of ours in the view
-  is merged into the next one and forgotten with the events around it; one written by another condenser (the
-  SDK's ``LLMSummarizingCondenser`` on a resumed conversation) is carried into ours as work-log entries, its
-  text word for word (redacted), never dropped.
+  the embedded model's narrative), the replaced events archived first. An earlier summary of ours in the forgotten
+  range is merged into the next one and forgotten with the events around it; every summary written by another
+  condenser there (the SDK's ``LLMSummarizingCondenser`` on a resumed conversation) is carried into ours among
+  the user's constraints, marked ``[earlier summary]``, its text word for word (redacted), never dropped.
 - The view is the only state: a conversation restored from its events condenses as the live one would.
 
 Install with ``pip install "offline_compress[openhands]"`` (the SDK needs Python >= 3.12)."""
@@ -39,7 +44,7 @@ import logging
 import os
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,18 +72,19 @@ except ImportError as err:  # pragma: no cover - depends on the installed extras
     ) from None
 
 from ..compressor import Compressor, default_compressor
+from ..extract.constraints import MAX_TURN_CHARS
 from ..history.cut import cut_index
 from ..history.messages import Message, as_messages
 from ..history.plan import Plan, plan_compaction
 from ..history.trigger import TriggerConfig, evaluate_compression
-from ..hook import DEFAULT_SUMMARY_FRACTION, DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_TARGET_FRACTION, CompactionHook
+from ..hook import DEFAULT_SUMMARY_FRACTION, DEFAULT_SUMMARY_MAX_TOKENS, CompactionHook
 from ..secrets.redact import redact
 from ..summary import schema as S
 from ..summary.harder import FLOOR_TOKENS
 from ..summary.message import is_summary_message
 
 log = logging.getLogger(__name__)
-CARRIED = "read the summary of earlier events written by another condenser"  # the ``ran`` of a carried summary
+CARRIED = "[earlier summary]"  # the mark of another condenser's summary carried among the constraints
 
 
 def view_messages(events: Sequence[LLMConvertibleEvent]) -> tuple[list[dict[str, Any]], list[int]]:
@@ -118,18 +124,27 @@ def view_messages(events: Sequence[LLMConvertibleEvent]) -> tuple[list[dict[str,
 
 def carried_summary(text: str) -> S.CompressedContext:
     """A summary written by another condenser as a previous summary of ours: its text, redacted and word for word,
-    as work-log entries (``said``, in pieces of at most ``MAX_SAID_CHARS`` cut at line ends), so that the next
-    summary merges it as it merges its own (the budget may drop its least informative sentences, never all)."""
+    among the user's constraints, marked ``CARRIED`` (what a summary never drops: the work log's packer keeps a line
+    for the names it adds, and a summary in prose names little), in pieces cut at line ends, each short enough
+    that no budget splits it (``extract.constraints.MAX_TURN_CHARS``). The next summary merges them as it merges
+    our own constraints."""
+    room = MAX_TURN_CHARS - len(CARRIED) - 1
     pieces: list[str] = []
     for line in redact(text).splitlines():
-        while line:
-            if pieces and len(pieces[-1]) + 1 + len(line[: S.MAX_SAID_CHARS]) <= S.MAX_SAID_CHARS:
-                pieces[-1] += "\n" + line[: S.MAX_SAID_CHARS]
+        line = line.rstrip()
+        while line.strip():
+            if pieces and len(pieces[-1]) + 1 + len(line[:room]) <= room:
+                pieces[-1] += "\n" + line[:room]
             else:
-                pieces.append(line[: S.MAX_SAID_CHARS])
-            line = line[S.MAX_SAID_CHARS :]
-    steps = [S.Step(said=piece, ran=CARRIED, outcome="success") for piece in pieces[-S.MAX_STEPS :] if piece.strip()]
-    return S.CompressedContext(work_log=steps)
+                pieces.append(line[:room])
+            line = line[room:]
+    return S.CompressedContext(user_constraints=[f"{CARRIED} {piece}" for piece in pieces][: S.MAX_CONSTRAINTS])
+
+
+def carried_text(summary: S.CompressedContext | None) -> str:
+    """The text of other condensers' summaries that ``summary`` carries (``carried_summary``)."""
+    prefix = CARRIED + " "
+    return "\n".join(c[len(prefix) :] for c in (summary.user_constraints if summary else ()) if c.startswith(prefix))
 
 
 def turns_since_summary(messages: Sequence[Message]) -> int:
@@ -162,7 +177,7 @@ class OfflineCondenser(RollingCondenser):
     trigger: TriggerConfig = TriggerConfig()
     summary_fraction: float = Field(default=DEFAULT_SUMMARY_FRACTION, gt=0, le=1)
     summary_max_tokens: int = Field(default=DEFAULT_SUMMARY_MAX_TOKENS, gt=0)
-    target_fraction: float = Field(default=DEFAULT_TARGET_FRACTION, gt=0, le=1)
+    target_fraction: float | None = Field(default=None, gt=0, le=1)  # None: the hook's default
 
     _compressor: Compressor | None = PrivateAttr(default=None)
     _hook: CompactionHook | None = PrivateAttr(default=None)
@@ -180,6 +195,8 @@ class OfflineCondenser(RollingCondenser):
         budget is a share of the window). Created on first use, again if the window changes, same session."""
         if self._hook is None or self._hook.model_max_tokens != window:
             archive = Path(self.archive_path) if self.archive_path else None
+            # unset, the target is the hook's own (half the window; scaled down under a trigger set lower)
+            target: dict[str, Any] = {} if self.target_fraction is None else {"target_fraction": self.target_fraction}
             # recall_note="": a condenser cannot offer the agent a tool, so the summary must not mention one. The
             # compressor is set at each condensation (``summariser``): loading a model may fail, and must fail there.
             self._hook = CompactionHook(
@@ -191,7 +208,7 @@ class OfflineCondenser(RollingCondenser):
                 recall_note="",
                 summary_fraction=self.summary_fraction,
                 summary_max_tokens=self.summary_max_tokens,
-                target_fraction=self.target_fraction,
+                **target,
             )
         return self._hook
 
@@ -248,8 +265,9 @@ class OfflineCondenser(RollingCondenser):
     def hard_context_reset(self, view: View, agent_llm: LLM | None = None) -> Condensation | None:
         """Everything after the kept head, the recent messages included, becomes the summary, small enough that the
         view shrinks; if it cannot, everything after the system prompt (the SDK's own reset). A summariser that
-        fails is replaced by the extractive compressor, which loads no model. None: nothing after the system
-        prompt to condense."""
+        fails is replaced by the extractive compressor, which loads no model. When no summary can shrink the view:
+        for a request on a view under the trigger (a person's, on a short history), a ``Condensation`` that forgets
+        nothing (the request is answered, the view stays as it is); else None (the SDK raises: nothing can help)."""
         for fallback in (False, True):
             try:
                 for keep_first in (None, 0):
@@ -257,9 +275,10 @@ class OfflineCondenser(RollingCondenser):
                         return self._condense(
                             view, agent_llm, 0, must_shrink=True, keep_first=keep_first, fallback=fallback
                         )
-                    except NoCondensationAvailableException:
+                    except NoCondensationAvailableException as err:
+                        log.info("hard context reset (keep_first=%s): %s", keep_first, err)
                         continue
-                return None
+                return self.acknowledgement(view, agent_llm)
             except Exception as err:
                 if fallback:
                     raise
@@ -269,6 +288,23 @@ class OfflineCondenser(RollingCondenser):
                     err,
                 )
         return None
+
+    def acknowledgement(self, view: View, agent_llm: LLM | None) -> Condensation | None:
+        """The answer to a request that no summary can meet because the view is already as small as one would make
+        it: a ``Condensation`` that forgets nothing, which marks the request handled and leaves the view as it is.
+        None for a view over the trigger (the request may come from a window the view does not fit: answering it
+        with nothing would only bring it back)."""
+        if not view.unhandled_condensation_request:
+            return None
+        parsed = as_messages(view_messages(view.events)[0])
+        hook = self.hook_for(self.window(agent_llm))
+        tokens = hook.counter.count(parsed)
+        if tokens > hook.trigger_tokens:
+            return None
+        log.info("condensation requested on a view of %d tokens that no summary can shrink: nothing forgotten", tokens)
+        return Condensation(
+            forgotten_event_ids=set(), llm_response_id=f"offline_compress:{hook.session}:nothing-to-condense"
+        )
 
     async def aget_condensation(self, view: View, agent_llm: LLM | None = None) -> Condensation:
         # The compressor blocks (llama.cpp): keep the event loop free.
@@ -289,8 +325,10 @@ class OfflineCondenser(RollingCondenser):
     ) -> Plan:
         """The plan whose ``[head, cut)`` (in messages) is summarised and forgotten. Both boundaries are
         manipulation indices of the view, and both are where ``plan_compaction`` itself puts them (so the summary
-        covers exactly the forgotten events): the head moves later and the cut earlier until the two agree.
-        ``keep_first``: instead of the condenser's (the system prompt is kept whatever it says)."""
+        covers exactly the forgotten events): the head moves later and the cut earlier until the two agree. The
+        first ``keep_first`` events are never forgotten, an earlier summary of ours among them included (it stays
+        where it is; the new summary covers what follows). ``keep_first``: instead of the condenser's (the system
+        prompt is kept whatever it says)."""
         events = view.events
         first_event = {e: m for m, e in enumerate(starts)}
         safe = sorted(i for i in view.manipulation_indices if i in first_event)  # event indices that start a message
@@ -310,7 +348,8 @@ class OfflineCondenser(RollingCondenser):
         for _ in range(2 * n + 2):  # the head only moves later (or once, to an earlier summary), the cut earlier
             if head_event is None or cut_event is None or head_event >= cut_event:
                 break
-            plan = plan_compaction(parsed, first_event[head_event], n - first_event[cut_event])
+            # a summary of ours inside the kept events stays there (strict_head); a later one is merged
+            plan = plan_compaction(parsed, first_event[head_event], n - first_event[cut_event], strict_head=True)
             head, cut = plan.head, plan.cut
             new_head, new_cut = at_or_after(starts[head]), at_or_before(starts[cut])
             if (new_head, new_cut) == (head_event, cut_event) and (head, cut) == (
@@ -325,10 +364,20 @@ class OfflineCondenser(RollingCondenser):
         )
 
     def fitting_range(
-        self, view: View, parsed: Sequence[Message], starts: Sequence[int], hook: CompactionHook, keep_first: int | None
+        self,
+        view: View,
+        parsed: Sequence[Message],
+        starts: Sequence[int],
+        hook: CompactionHook,
+        keep_first: int | None,
+        *,
+        soft: bool,
     ) -> Plan:
         """``forgotten_range`` with ``keep_last``, or, when even a summary at its floor would leave a view that does
-        not fit the window, with fewer recent messages: the most that reach the hook's target, else the window."""
+        not fit the window, with fewer recent messages: the most that reach the hook's target, else the window.
+        ``soft`` (a SOFT requirement: the view fits): never fewer recent messages because ``keep_last`` leaves no
+        room (the agent goes on with its view, ``NoCondensationAvailableException``), only because the condensed
+        view would not fit."""
         counts = hook.counter.message_counts(parsed)
 
         def estimate(plan: Plan) -> int:  # the condensed view, its summary at the floor
@@ -339,6 +388,8 @@ class OfflineCondenser(RollingCondenser):
             try:
                 plans.append(self.forgotten_range(view, parsed, starts, k, keep_first))
             except NoCondensationAvailableException:
+                if k == self.keep_last and soft:
+                    raise
                 continue
             if k == self.keep_last and estimate(plans[0]) < hook.model_max_tokens:
                 return plans[0]
@@ -351,15 +402,24 @@ class OfflineCondenser(RollingCondenser):
         return plans[-1]
 
     def foreign_summary(self, view: View, parsed: Sequence[Message], starts: Sequence[int], plan: Plan) -> Plan:
-        """``plan`` with a summary written by another condenser in its range (the last one, when the range holds
-        none of ours) as its previous summary, carried (``carried_summary``) instead of summarised as a message."""
-        if plan.previous_at is not None:
+        """``plan`` with the summaries other condensers wrote in its range carried (``carried_summary``) instead of
+        summarised as messages: with ours (the plan's previous summary), or alone, as the previous summary that
+        the new one merges, in the order they stand in the view."""
+        foreign = {
+            m: event.summary
+            for m in range(plan.head, plan.cut)
+            if isinstance(event := view.events[starts[m]], CondensationSummaryEvent)
+            and not is_summary_message(parsed[m])
+        }
+        if not foreign:
             return plan
-        for m in range(plan.cut - 1, plan.head - 1, -1):
-            event = view.events[starts[m]]
-            if isinstance(event, CondensationSummaryEvent) and not is_summary_message(parsed[m]):
-                return replace(plan, previous=carried_summary(event.summary), previous_at=m)
-        return plan
+        base = plan.previous or S.CompressedContext()
+        constraints: list[str] = []
+        for m in sorted({*foreign, *([] if plan.previous_at is None else [plan.previous_at])}):
+            constraints += carried_summary(foreign[m]).user_constraints if m in foreign else base.user_constraints
+        previous = base.model_copy(update={"user_constraints": list(dict.fromkeys(constraints))[: S.MAX_CONSTRAINTS]})
+        at = plan.previous_at if plan.previous_at is not None else max(foreign)
+        return Carrying(plan.head, plan.cut, previous, at, frozenset(foreign) - {at})
 
     def _condense(
         self,
@@ -376,20 +436,29 @@ class OfflineCondenser(RollingCondenser):
         parsed = as_messages(messages)
         hook = self.hook_for(self.window(agent_llm))
         if keep_last == self.keep_last and not must_shrink:
-            plan = self.fitting_range(view, parsed, starts, hook, keep_first)
+            soft = requirement == CondensationRequirement.SOFT
+            try:
+                plan = self.fitting_range(view, parsed, starts, hook, keep_first, soft=soft)
+            except NoCondensationAvailableException:
+                if soft:  # no retry at every step: a boundary needs new events (the trigger is held until then)
+                    hook.hold(parsed, hook.counter.count(parsed))
+                raise
         else:
             plan = self.forgotten_range(view, parsed, starts, keep_last, keep_first)
         plan = self.foreign_summary(view, parsed, starts, plan)
         head, cut = plan.head, plan.cut
         # the extractive compressor loads no model: it is what a hard reset falls back on when the summariser failed
         hook.compressor = Compressor(None) if fallback else self.summariser()
-        # the plan's previous summary is the one in the view (ours, or another condenser's), never the hook's memory
-        foreign = (
-            plan.previous if plan.previous_at is not None and not is_summary_message(parsed[plan.previous_at]) else None
-        )
+        # the plan's previous summary is the one in the view (ours, others' carried in it), never the hook's memory
+        previous = plan.previous if isinstance(plan, Carrying) else None
         why = reason if requirement is not None else "request"
-        new = hook.compact(messages, reason=why, plan=plan, previous=foreign, must_shrink=must_shrink)
+        done = len(hook.metrics)
+        new = hook.compact(messages, reason=why, plan=plan, previous=previous, must_shrink=must_shrink)
+        if len(hook.metrics) == done:
+            raise RuntimeError("the hook recorded no outcome for the condensation")
         metrics = hook.metrics[-1]
+        if metrics.outcome == "failed":  # the hook caught a fault of its own (a summariser that failed)
+            raise SummaryFailed(metrics.note)
         if metrics.outcome != "compacted":
             raise NoCondensationAvailableException(f"offline_compress kept the history: {metrics.note}")
         if metrics.head != head or len(new) != head + 1 + len(messages) - cut:
@@ -404,3 +473,20 @@ class OfflineCondenser(RollingCondenser):
             summary_offset=starts[head],
             llm_response_id=f"offline_compress:{hook.session}:{metrics.compaction}",
         )
+
+
+class SummaryFailed(RuntimeError):
+    """The hook caught a fault while it summarised (it answered with the history as it was, ``outcome="failed"``):
+    for the condenser, a summariser that failed."""
+
+
+@dataclass(frozen=True)
+class Carrying(Plan):
+    """A plan whose range holds summaries of other condensers: they are carried in ``previous`` (with ours, if any),
+    so the region leaves them out (``skip``) as it leaves out the previous summary itself."""
+
+    skip: frozenset[int] = frozenset()
+
+    @property
+    def region(self) -> list[int]:
+        return [i for i in super().region if i not in self.skip]
