@@ -4,6 +4,11 @@
 Sections (each row says what ran, so numbers from different machines are never mixed up):
 - trigger: per-step cost of the exact token count at 8k / 32k / 128k-token histories, incremental (cached per
   message, what the hook does) vs re-rendering and re-encoding the whole history each step (the seed design);
+- steps (issue 47): ``CompactionHook.before_step`` with no compaction firing on a history of short tool calls at
+  100 / 1,000 / 10,000 messages, against re-encoding the whole history each step (the seed's trigger); the time to
+  the first decision of a fresh process (import, a hook, a first step on 30 messages) and its peak RSS once the
+  tokenizer is loaded, against the seed's (the tokenizer loaded, then the history encoded). Each in a fresh
+  interpreter; ``--before DIR`` runs the same against the library in DIR (a checkout of an earlier version);
 - compression: latency on real trajectories (median, p95), split into prompt processing, generation and grammar
   (mask) time; peak resident memory;
 - decoding: unconstrained greedy vs Outlines-constrained vs our forced-token loop, tokens/s on the same prompt;
@@ -21,12 +26,15 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
+import itertools
 import json
 import os
 import platform
 import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -71,8 +79,6 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def gpu_name() -> str:
     """The GPU's name as nvidia-smi gives it ("" without one)."""
-    import subprocess
-
     try:
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
@@ -87,7 +93,10 @@ def peak_rss_mb() -> float:
 
 
 def machine() -> dict[str, Any]:
-    import llama_cpp
+    try:
+        import llama_cpp
+    except ImportError:  # a light install (no local-model extra): the sections that need no model still run
+        llama_cpp = None
 
     cpu = ""
     try:
@@ -102,8 +111,8 @@ def machine() -> dict[str, Any]:
         "cpu": cpu or platform.processor(),
         "cores_available": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "python": platform.python_version(),
-        "llama_cpp_python": llama_cpp.__version__,
-        "gpu_offload_supported": bool(llama_cpp.llama_supports_gpu_offload()),
+        "llama_cpp_python": llama_cpp.__version__ if llama_cpp else None,
+        "gpu_offload_supported": bool(llama_cpp and llama_cpp.llama_supports_gpu_offload()),
         "load_average_at_start": os.getloadavg() if hasattr(os, "getloadavg") else None,
     }
 
@@ -186,6 +195,147 @@ def bench_trigger(sizes: Sequence[int], steps: int) -> list[dict[str, Any]]:
             f"full {rows[-1]['full_reencode_ms_median']:.1f} ms ({rows[-1]['ratio']:.0f}x)"
         )
     return rows
+
+
+# -- steps (issue 47) ------------------------------------------------------------------------------------------
+# Each case runs in a fresh interpreter that imports offline_compress from the library given (this checkout, or
+# --before's), through this file run as a script: ``--worker KIND JSON`` prints one ``RESULT {json}`` line.
+STEP_SIZES = (100, 1_000, 10_000)
+HEAD = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the failing test."}]
+
+
+def short_calls(n: int, start: int = 0) -> list[dict[str, Any]]:
+    """``n`` messages of an agent's short tool calls (a call, then its result)."""
+    out: list[dict[str, Any]] = []
+    for k in range(start, start + (n + 1) // 2):
+        call = {
+            "id": f"c{k}",
+            "type": "function",
+            "function": {"name": "bash", "arguments": f'{{"cmd": "cat f{k}.py"}}'},
+        }
+        out.append({"role": "assistant", "content": f"Step {k}: read f{k}.py.", "tool_calls": [call]})
+        out.append({"role": "tool", "tool_call_id": f"c{k}", "content": f"def f{k}():\n    return {k}\n"})
+    return out[:n]
+
+
+def _work_steps(args: dict[str, Any]) -> dict[str, Any]:
+    """Median ``before_step`` time per agent step (a call and its result appended) at each size, the tokenizer
+    loaded (the steady state); with ``seed``, the seed's trigger on the same histories too."""
+    from offline_compress import CompactionHook
+    from offline_compress.history.trigger import TriggerConfig
+
+    rows, fresh = [], itertools.count(10**6)  # every step's messages new to the process (no cache hit)
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in args["sizes"]:
+            never = TriggerConfig(turn_limit=10**9)  # and a window far over the history: no compaction fires
+            hook = CompactionHook(10**9, archive_path=Path(tmp) / f"{n}.sqlite3", trigger=never)
+            hook.counter.tokenizer  # noqa: B018  # loaded before the clock starts (the cold start: _work_cold)
+            history = HEAD + short_calls(n - len(HEAD))
+            hook.before_step(history)
+            times = []
+            for _ in range(args["warmup"] + args["steps"]):
+                history = history + short_calls(2, start=next(fresh))
+                times.append(timed(lambda: hook.before_step(history))[0])
+            row = {"messages": n, "ms": 1000 * median(times[args["warmup"] :])}
+            if args.get("seed"):  # the seed's trigger: the whole history rendered and encoded at every step
+                from offline_compress.tokens.chat_template import render
+
+                tokenizer, template, seed = hook.counter.tokenizer, hook.counter.template, []
+                for _ in range(args["seed_steps"]):
+                    history = history + short_calls(2, start=next(fresh))
+                    seed.append(timed(lambda: len(tokenizer.encode(render(template, history))))[0])
+                row["seed_ms"] = 1000 * median(seed)
+            rows.append(row)
+            hook.close()
+    return {"rows": rows}
+
+
+def _work_cold(args: dict[str, Any]) -> dict[str, Any]:
+    """A fresh process's first decision: import, a hook (the extractive default), a first step on 30 messages;
+    then its peak RSS once the tokenizer is loaded and a step counted exactly. ``seed``: the seed's way instead
+    (the tokenizer loaded, then the 30 messages rendered and encoded)."""
+    history = HEAD + short_calls(28)
+    start = time.perf_counter()
+    if args.get("seed"):
+        from offline_compress.tokens.chat_template import render
+        from offline_compress.tokens.counter import TokenCounter
+
+        counter = TokenCounter()
+        len(counter.tokenizer.encode(render(counter.template, history)))
+        return {"first_decision_s": time.perf_counter() - start, "peak_rss_mb": peak_rss_mb()}
+    import offline_compress  # noqa: F401
+
+    imported = time.perf_counter() - start
+    from offline_compress import CompactionHook
+
+    with tempfile.TemporaryDirectory() as tmp:
+        hook = CompactionHook(32_768, archive_path=Path(tmp) / "a.sqlite3")
+        hook.before_step(history)
+        first = time.perf_counter() - start
+        exact = getattr(hook.last_decision, "exact", True)
+        hook.counter.tokenizer  # noqa: B018  # the background load, waited for
+        loaded = time.perf_counter() - start
+        hook.before_step(history + short_calls(2, start=99))
+        hook.close()
+    return {
+        "import_s": imported,
+        "first_decision_s": first,
+        "first_decision_exact": exact,
+        "tokenizer_loaded_s": loaded,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+_WORKERS = {"steps": _work_steps, "cold": _work_cold}
+
+
+def run_worker(kind: str, args: dict[str, Any], library: Path, models: Path | None = None) -> dict[str, Any]:
+    """One case in a fresh interpreter that imports ``offline_compress`` from ``library`` (models from ``models``)."""
+    models = models or Path(os.environ.get("OFFLINE_COMPRESS_MODEL_DIR", str(REPO / "models")))
+    env = {**os.environ, "PYTHONPATH": str(library), "OFFLINE_COMPRESS_MODEL_DIR": str(models)}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", kind, json.dumps(args)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=str(library), timeout=3600)
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            result: dict[str, Any] = json.loads(line[len("RESULT ") :])
+            return result
+    raise RuntimeError(f"{kind} worker failed: {(done.stderr.strip().splitlines() or ['no result'])[-1][:300]}")
+
+
+def bench_steps(before: Path | None, before_models: Path | None, quick: bool) -> dict[str, list[dict[str, Any]]]:
+    """The steps section (module docstring): per-step rows by size, cold-start rows by library."""
+    libraries = {"now": REPO, **({"before": before.resolve()} if before else {})}
+    models = {"before": before_models}
+    sizes = list(STEP_SIZES)
+    steps_args = {"sizes": sizes, "warmup": 5, "steps": 10 if quick else 40, "seed_steps": 3 if quick else 10}
+    per_step: dict[str, dict[int, dict[str, Any]]] = {}
+    for label, library in libraries.items():
+        log(f"steps: per-step cost ({label})")
+        got = run_worker("steps", steps_args | {"seed": label == "now"}, library, models.get(label))
+        per_step[label] = {r["messages"]: r for r in got["rows"]}
+    rows = []
+    for n in sizes:
+        now = per_step["now"][n]
+        row = {"messages": n, "now_ms": now["ms"], "now_over_100": now["ms"] / per_step["now"][sizes[0]]["ms"]}
+        if "before" in per_step:
+            then = per_step["before"][n]["ms"]
+            row |= {"before_ms": then, "before_over_100": then / per_step["before"][sizes[0]]["ms"]}
+            row["before_over_now"] = then / now["ms"]
+        row |= {"seed_reencode_ms": now["seed_ms"], "seed_over_now": now["seed_ms"] / now["ms"]}
+        rows.append(row)
+    cold = []
+    runs = 3 if quick else 7
+    cases = [(label, library, False) for label, library in libraries.items()] + [("seed (re-encode)", REPO, True)]
+    for label, library, seed in cases:
+        log(f"steps: cold start ({label}), {runs} fresh processes")
+        got = [run_worker("cold", {"seed": seed}, library, models.get(label)) for _ in range(runs)]
+        row: dict[str, Any] = {"library": label, "runs": runs}
+        for key in ("import_s", "first_decision_s", "tokenizer_loaded_s", "peak_rss_mb"):
+            if key in got[0]:
+                row[f"{key}_median"] = median([g[key] for g in got])
+        row["first_decision_exact"] = all(g.get("first_decision_exact", True) for g in got)
+        cold.append(row)
+    return {"steps": rows, "cold_start": cold}
 
 
 # -- compression -------------------------------------------------------------------------------------------
@@ -802,6 +952,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
 
 SECTIONS = (
     "trigger",
+    "steps",
     "compression",
     "decoders",
     "decoding",
@@ -844,8 +995,12 @@ def run(args: argparse.Namespace) -> int:
     log(f"writing results to {out}; sections: {', '.join(sections)}")
     if "trigger" in sections:
         results["trigger"] = bench_trigger((8_000, 32_000) if quick else (8_000, 32_000, 128_000), 3 if quick else 15)
+    if "steps" in sections:
+        before_models = Path(args.before_models) if args.before_models else None
+        results |= bench_steps(Path(args.before) if args.before else None, before_models, quick)
+        save_partial(results, out)
     files = trajectory_files(args.trajectories, quick)
-    cpu_sections = [x for x in sections if x not in ("trigger", "gpu", "server")]
+    cpu_sections = [x for x in sections if x not in ("trigger", "steps", "gpu", "server")]
     compressor = None
     if cpu_sections:
         log("loading the compressor")
@@ -956,4 +1111,12 @@ def add_bench_parser(sub: Any) -> None:
     p.add_argument("--sections", help=f"comma-separated subset of: {', '.join(SECTIONS)} (default: all)")
     p.add_argument("--gpu-only", action="store_true", help=f"only the sections worth a GPU: {', '.join(GPU_SECTIONS)}")
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU section even if CUDA is available")
+    p.add_argument("--before", help="the steps section also runs against the library in this folder (a checkout)")
+    p.add_argument(
+        "--before-models", help="the models folder --before reads (e.g. its tokenizer.json as it derived it)"
+    )
     p.set_defaults(func=run)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--worker"]:  # a case of the steps section (run_worker)
+    print("RESULT " + json.dumps(_WORKERS[sys.argv[2]](json.loads(sys.argv[3]))))

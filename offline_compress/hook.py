@@ -17,7 +17,8 @@ as it was before any cut (``CompressionResult.carried``) and reads a recent mess
 (``history.applied.uncut``): a cut fits one context, it does not forget.
 
 Background compaction (``soft_fraction``, off by default): the summary is built in a worker thread from the soft
-threshold on and swapped in when the trigger fires, if still exact (``summary.background``).
+threshold on and swapped in when the trigger fires, if still exact (``summary.background``). A step costs what is
+new (``history.trigger.RunningTrigger``); the tokenizer loads in the background from the hook's creation on.
 
 Calls on one hook are serialised (a lock; ``abefore_step`` runs in the hook's own worker thread), and a history
 that extends one the hook has already compacted (two calls that raced, an awaited step that was cancelled, a
@@ -49,7 +50,7 @@ from .history.applied import Applied, reapply, remember, uncut
 from .history.guard import Guard
 from .history.messages import Message, MessageCache, as_messages, parse_message
 from .history.plan import Plan, plan_compaction
-from .history.trigger import CompressionDecision, TriggerConfig, evaluate_compression
+from .history.trigger import CompressionDecision, RunningTrigger, TriggerConfig
 from .metrics import CompactionMetrics, Listener, report_compaction, report_kept
 from .safe_step import safely
 from .summary.background import Background, Job
@@ -199,14 +200,15 @@ class CompactionHook:
 
             counter = default_counter()
         self.counter = full_counter(counter)
+        if hasattr(self.counter, "preload"):
+            self.counter.preload()  # the tokenizer loads off the agent's thread; the trigger decides meanwhile
         self.trigger = trigger
+        soft_tokens = None if soft_fraction is None else soft_fraction * model_max_tokens
+        self._running = RunningTrigger(self.counter, model_max_tokens, soft_tokens)  # the step's inputs
         self.keep_last = keep_last
         self.keep_first = keep_first
-        self.summary_fraction, self.summary_max_tokens, self.summary_ratio = (
-            summary_fraction,
-            summary_max_tokens,
-            summary_ratio,
-        )
+        self.summary_fraction, self.summary_max_tokens = summary_fraction, summary_max_tokens
+        self.summary_ratio = summary_ratio
         # the budget of a summary that replaces nothing (the fixed part of the rule, budget.py)
         self.summary_tokens = summary_budget(
             0, model_max_tokens, fraction=summary_fraction, floor=summary_max_tokens, ratio=None
@@ -298,9 +300,7 @@ class CompactionHook:
         selector = getattr(self._compressor, "selector", None)
         if selector is not None:  # new messages scored in a worker while the agent's own model call runs
             selector.observe(parsed)
-        turns, trigger = self.turns_since_last_compression, self.trigger
-        decision = evaluate_compression(parsed, self.model_max_tokens, turns, config=trigger, counter=self.counter)
-        self.last_decision = decision
+        self.last_decision = decision = self._running.decide(parsed, self.turns_since_last_compression, self.trigger)
         if not decision.should_compress or self.held(parsed, decision.estimated_tokens):
             self.turns_since_last_compression += 1
             if self.soft_fraction is not None:

@@ -42,6 +42,9 @@ def llama_vocab(model_path: Path) -> Iterator[Any]:
         import llama_cpp
     except ImportError as err:
         pytest.fail(f"llama-cpp-python is required as the reference tokenizer: {err}", pytrace=False)
+    from offline_compress.engine.llamacpp import quiet_null_files
+
+    quiet_null_files()  # llama-cpp-python's /dev/null files, closed: nothing printed when the test process exits
     llama = llama_cpp.Llama(str(model_path), vocab_only=True, verbose=False)
     yield llama
     llama.close()

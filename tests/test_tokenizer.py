@@ -199,6 +199,38 @@ def test_tiny_vocabularies_agree_with_llama_cpp(tmp_path, add_space_prefix):
     assert not bad, f"{len(bad)} mismatches:\n" + "\n".join(bad[:5])
 
 
+@pytest.mark.parametrize("add_space_prefix", [False, True])
+def test_the_compact_file_tokenizes_as_the_derivation(tmp_path, add_space_prefix):
+    """``write_tokenizer_json`` writes merges as "left right" strings (half the memory to load) and drops the merges
+    with a space, which never apply: the normalizer turns every space into '▁' first. Same ids; bounded only
+    without the prefix space (``TokenizerSource.bounded``)."""
+    rng = random.Random(5)
+    normals, scores = _tiny_vocab(rng)
+    normals, scores = [*normals, " ", " a", "a "], [*scores, -6001.0, -6002.0, -6003.0]  # merges with a space
+    path = _write_gguf(tmp_path / "m.gguf", normals, scores, add_space_prefix=add_space_prefix, specials={"  ": 4})
+    derived = tmp_path / "m.tokenizer.json"
+    whole = write_tokenizer_json(path, derived)
+    data = json.loads(derived.read_text(encoding="utf-8"))
+    assert all(isinstance(m, str) and " " not in m.replace(" ", "", 1) for m in data["model"]["merges"])
+    assert len(data["model"]["merges"]) < len(json.loads(whole.to_str())["model"]["merges"])
+    compact = Tokenizer.from_file(str(derived))
+    pieces = ["a", "b", "c", " ", "  ", "   ", "é", "▁", " a", "a ", "ab", "\n"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))) for _ in range(2000)]
+    for a, b in zip(whole.encode_batch(texts), compact.encode_batch(texts)):
+        assert a.ids == b.ids
+    assert gguf_tokenizer.TokenizerSource(path, gguf=True, derived=True).bounded is not add_space_prefix
+
+
+def test_an_older_derived_file_is_made_compact_once(tmp_path, target_tokenizer):
+    old = tmp_path / "m.tokenizer.json"
+    old.write_text(target_tokenizer.to_str(), encoding="utf-8")  # [left, right] pairs, as before
+    old.chmod(0o644)
+    loaded = gguf_tokenizer._load_json(old, derived=True)
+    assert old.read_bytes().startswith(b'{"normalizer"') and (old.stat().st_mode & 0o777) == 0o644
+    texts = [f"def f{i}():\n    return  {i} é 日本  " * 5 for i in range(200)]
+    assert [e.ids for e in loaded.encode_batch(texts)] == [e.ids for e in target_tokenizer.encode_batch(texts)]
+
+
 def test_tied_scores_warn(tmp_path):
     path = _write_gguf(tmp_path / "ties.gguf", ["a", "b", "ab", "ba"], [-1.0, -2.0, -3.0, -3.0])
     with pytest.warns(RuntimeWarning, match="share the score"):

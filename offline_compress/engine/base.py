@@ -10,6 +10,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import BackendError
+
+# The in-process model's packages are an extra: the default (extractive) compressor loads no model, and
+# llama-cpp-python compiles from source for ~15 minutes (pyproject.toml, docs/install.md).
+LOCAL_MODEL_INSTALL = 'pip install "offline_compress[local-model]"'
+
+
+class MissingExtraError(BackendError):
+    """The in-process model's packages (llama-cpp-python, Outlines, llguidance) are not installed."""
+
+    def __init__(self, err: ImportError) -> None:
+        super().__init__(
+            f"the in-process model needs the local-model extra ({err}); install it with: {LOCAL_MODEL_INSTALL} "
+            "(llama-cpp-python compiles from source once, ~15 min on 2 cores)"
+        )
+
 
 @dataclass(frozen=True)
 class Generation:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import BackendError
-from .base import Generation
+from .base import Generation, MissingExtraError
 from .threads import default_threads, threads_now
 
 Decoder = Literal["outlines", "forced"]
@@ -58,10 +58,11 @@ class LlamaCppBackend:
     ) -> None:
         try:
             import llama_cpp
+            import llguidance  # noqa: F401  # Outlines' grammar backend
             import outlines
-        except ImportError as err:  # pragma: no cover - install problem
-            raise BackendError(f"llama-cpp-python and outlines are required ({err}); see README, 'Install'") from err
-        _quiet_null_files()
+        except ImportError as err:
+            raise MissingExtraError(err) from err
+        quiet_null_files()
         if decoder not in ("outlines", "forced"):
             raise ValueError(f"decoder must be 'outlines' or 'forced', got {decoder!r}")
         self.model_path = Path(model_path)
@@ -294,7 +295,7 @@ class _DevNull:
         pass
 
 
-def _quiet_null_files() -> None:
+def quiet_null_files() -> None:
     """Swap llama-cpp-python's two module-level ``/dev/null`` files (``llama_cpp._utils``, read by name when it
     silences llama.cpp) for ``_DevNull``s, once, and close them: a clean interpreter exit."""
     from llama_cpp import _utils

@@ -38,7 +38,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..errors import BackendError
-from .base import Generation
+from .base import Generation, MissingExtraError
 
 Api = Literal["chat", "completions"]
 Structured = Literal["auto", "openai", "vllm", "llamacpp"]
@@ -75,7 +75,10 @@ def bounded_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 def gbnf_grammar(schema: dict[str, Any]) -> str:
     """The GBNF grammar of a JSON schema, by llama-cpp-python's port of llama.cpp's converter (pure Python)."""
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
+    try:
+        from llama_cpp.llama_grammar import json_schema_to_gbnf
+    except ImportError as err:
+        raise MissingExtraError(err) from err
 
     return json_schema_to_gbnf(json.dumps(schema))
 

@@ -99,7 +99,8 @@ def starts_with(messages: Sequence[Message], prefix: Sequence[Message]) -> bool:
     """``messages`` begins with the same messages as ``prefix`` (the same objects, or equal ones)."""
     if len(messages) < len(prefix):
         return False
-    return all(a is b or a == b for a, b in zip(messages, prefix))
+    head, prefix = messages[: len(prefix)], prefix if isinstance(prefix, list) else list(prefix)
+    return prefix == (head if isinstance(head, list) else list(head))  # in C: the same object, else ==, one by one
 
 
 def splits_a_call(messages: Sequence[Message], head: int, cut: int) -> bool:

@@ -1,5 +1,9 @@
 """When to compress: a pure decision from the history's exact token count, its last message and the turns
-since the last compression. The rules are the seed design's defaults; every threshold is configurable."""
+since the last compression. The rules are the seed design's defaults; every threshold is configurable.
+
+A hook keeps these inputs as running state (``RunningTrigger``): only the messages new since the last step are
+counted, and while the tokenizer loads, a bound that is never under the exact count decides where it says
+"under every threshold" (the exact count would say so too: the rules only grow with the tokens)."""
 
 from __future__ import annotations
 
@@ -60,6 +64,8 @@ class CompressionDecision(BaseModel):
     reason: Reason
     estimated_tokens: int
     model_max_tokens: int
+    exact: bool = True
+    """``estimated_tokens`` is the exact count; False: an upper bound, far enough under every threshold to decide."""
 
 
 def last_tool_name(messages: Sequence[Message]) -> str | None:
@@ -73,6 +79,8 @@ def decide(
     turns_since_last_compression: int,
     last_tool: str | None,
     config: TriggerConfig = TriggerConfig(),
+    *,
+    exact: bool = True,
 ) -> CompressionDecision:
     """The rule itself, on numbers only (no tokenizer, no I/O)."""
     if model_max_tokens <= 0:
@@ -95,6 +103,7 @@ def decide(
         reason=reason,
         estimated_tokens=estimated_tokens,
         model_max_tokens=model_max_tokens,
+        exact=exact,
     )
 
 
@@ -117,3 +126,27 @@ def evaluate_compression(
         counter = default_counter()
     tokens = counter.count(parsed)
     return decide(tokens, model_max_tokens, turns_since_last_compression, last_tool_name(parsed), config)
+
+
+class RunningTrigger:
+    """The trigger's inputs for one conversation, kept across its steps (a hook's): its tokens as a running total
+    (``CountsTokens.running``: only what is new is counted) and, while the tokenizer loads, a running bound. The
+    bound decides when it leaves the history under every threshold: the token rules, and ``soft_tokens`` (where a
+    background summary would start); anywhere else the exact count does (waiting for the tokenizer). A counter
+    without running totals counts the whole history at each step."""
+
+    def __init__(self, counter: CountsTokens, window: int, soft_tokens: float | None = None) -> None:
+        self.counter, self.window, self.soft_tokens = counter, window, soft_tokens
+        running = getattr(counter, "running", None)  # a TokenCounter's (tokens.counter.RunningTotal)
+        self.tokens: Any = running() if running else None
+        self.bounds: Any = running(bound=True) if running and getattr(counter, "bounded", False) else None
+
+    def decide(self, parsed: Sequence[Message], turns: int, config: TriggerConfig) -> CompressionDecision:
+        last = last_tool_name(parsed)
+        if self.bounds is not None and not getattr(self.counter, "loaded", True):
+            bound = self.bounds.total(parsed)
+            decision = decide(bound, self.window, turns, last, config, exact=False)
+            if not decision.should_compress and (self.soft_tokens is None or bound <= self.soft_tokens):
+                return decision
+        tokens = self.tokens.total(parsed) if self.tokens else self.counter.count(parsed)
+        return decide(tokens, self.window, turns, last, config)

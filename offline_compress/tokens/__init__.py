@@ -4,7 +4,9 @@ incremental, cached counter (``counter.TokenCounter``, which counts a long text 
 span: ``pieces``). ``protocol.CountsTokens`` is what the rest of the library
 asks of a counter, so a test or a caller may pass any object with those methods.
 
-The counter and the tokenizer load on first use (``default_counter``), never at import."""
+The counter is found at once and its tokenizer loads on first use, or in a background thread (``preload``, which a
+hook starts), never at import; meanwhile a derived tokenizer's counts have an upper bound that needs none
+(``TokenCounter.message_bounds``). ``counter.RunningTotal`` keeps a conversation's count as it grows."""
 
 from __future__ import annotations
 

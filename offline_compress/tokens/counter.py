@@ -5,6 +5,10 @@ equals ``len(llama.cpp tokenize(full rendering, add_bos=True, special=True))`` b
 tokens (see chat_template.py). Each segment's count is cached (LRU-bounded; see ``TokenCounter``), so after an agent
 appends a message only the new segment is rendered and encoded; unchanged messages cost a dictionary lookup.
 
+The tokenizer loads on first use, or in a background thread (``preload``: a hook starts it when it is made, so
+that its first step does not wait). Until then a derived tokenizer's counts have a bound that needs no tokenizer
+(``message_bounds``: never fewer than the exact count), which may decide where it is far from a threshold.
+
 Memory stays proportional to the text, not to its tokens: a segment longer than ``pieces.PIECE_CHARS`` is
 encoded in pieces cut where no token can span (``pieces.py``), and texts go to the tokenizer in batches of at
 most ``BATCH_CHARS`` characters (each ``Encoding`` costs ~250 bytes a token while its batch lives).
@@ -12,6 +16,7 @@ most ``BATCH_CHARS`` characters (each ``Encoding`` costs ~250 bytes a token whil
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 from collections import OrderedDict
@@ -33,12 +38,13 @@ from .chat_template import (
     resolve_template,
     turn_key,
 )
-from .gguf import load_target_tokenizer
+from .gguf import TokenizerSource, load_tokenizer, resolve_tokenizer
 from .pieces import PIECE_CHARS, CutRules, cut_rules, pieces
 
 DEFAULT_CACHE_SIZE = 65536  # entries
 DEFAULT_CACHE_CHARS = 64 << 20  # characters of message text that turn keys may keep alive
 BATCH_CHARS = 1 << 20  # characters per encode_batch call: ~300k tokens, ~75 MB of Encodings at once
+SMALL_BATCH = 16  # fewer texts are encoded one by one (2 texts: 32 us, against 49 us through encode_batch)
 
 
 _EMPTY = object()  # key of an empty segment (a folded system message): 0 tokens, never cached or encoded
@@ -51,7 +57,8 @@ def _digest(text: str) -> bytes:
 class TokenCounter:
     """Counts tokens of histories for one target (tokenizer + chat template), caching per-segment counts.
 
-    ``tokenizer``: a ``tokenizers.Tokenizer`` or a spec for ``load_target_tokenizer`` (None: the default model).
+    ``tokenizer``: a ``tokenizers.Tokenizer`` or a spec for ``load_target_tokenizer`` (None: the default model),
+    found at once (a missing one is a ``TokenizerError`` here) and loaded on first use or by ``preload``.
     ``template``: a ``ChatTemplate``, ``"gemma3"`` or a Hugging Face model folder; None picks the folder's own
     template when ``tokenizer`` names a folder, else Gemma 3.
 
@@ -71,11 +78,17 @@ class TokenCounter:
     ) -> None:
         if template is None and isinstance(tokenizer, (str, Path)) and Path(tokenizer).is_dir():
             template = HFChatTemplate(tokenizer)
-        # Anything with tokenizers' encode/encode_batch will do (tests pass a counting wrapper).
-        self.tokenizer = (
-            load_target_tokenizer(tokenizer) if tokenizer is None or isinstance(tokenizer, (str, Path)) else tokenizer
-        )
+        self.source: TokenizerSource | None = None
+        self._tokenizer: Any = None
+        if tokenizer is None or isinstance(tokenizer, (str, Path)):
+            self.source = resolve_tokenizer(tokenizer)
+        else:  # anything with tokenizers' encode/encode_batch will do (tests pass a counting wrapper)
+            self._tokenizer = tokenizer
+        self._loading = threading.Lock()
+        self._preloading = False
         self.template: ChatTemplate = resolve_template(template)
+        gemma = isinstance(self.template, Gemma3Template)
+        self.bounded = gemma and self.source is not None and self.source.bounded  # see message_bounds
         self.cache_size = max(0, cache_size)
         self.cache_chars = max(0, cache_chars)
         self._cache: OrderedDict[Hashable, tuple[int, int]] = OrderedDict()  # key -> (count, chars held)
@@ -84,10 +97,37 @@ class TokenCounter:
         self.hits = 0
         self.misses = 0
         self.encoded = 0  # texts actually sent to the tokenizer
-        # (messages of the last count, running sums of their per-message counts): see ``count``
-        self._memo: tuple[list[Any], list[int]] = ([], [0])
+        self._running = self.running()  # ``count``'s own
         self.piece_chars = PIECE_CHARS
         self._cut_rules: CutRules | None | bool = False  # False: not read off the tokenizer yet
+
+    # -- the tokenizer ---------------------------------------------------------------------------------------
+
+    @property
+    def tokenizer(self) -> Any:
+        """The tokenizer, loaded on first use (waiting for ``preload``'s load, whose error is raised here)."""
+        tokenizer = self._tokenizer
+        if tokenizer is None:
+            with self._loading:
+                if self._tokenizer is None:
+                    assert self.source is not None  # one of the two is set in __init__
+                    self._tokenizer = load_tokenizer(self.source)
+                tokenizer = self._tokenizer
+        return tokenizer
+
+    @property
+    def loaded(self) -> bool:
+        return self._tokenizer is not None
+
+    def preload(self) -> None:
+        """Load the tokenizer in a background thread (once; ``tokenizers`` parses without holding the GIL)."""
+        if self._tokenizer is None and not self._preloading:
+            self._preloading = True
+            threading.Thread(target=self._load_quietly, name="offline-compress-tokenizer", daemon=True).start()
+
+    def _load_quietly(self) -> None:
+        with contextlib.suppress(Exception):  # loaded again, and raised, in the thread that needs the tokenizer
+            self.tokenizer  # noqa: B018
 
     # -- cache -------------------------------------------------------------------------------------------
 
@@ -129,8 +169,9 @@ class TokenCounter:
         return counts
 
     def _add_batch(self, batch: list[str], owners: list[int], counts: list[int]) -> None:
-        if len(batch) == 1:
-            counts[owners[0]] += len(self.tokenizer.encode(batch[0], add_special_tokens=False))
+        if len(batch) < SMALL_BATCH:  # an agent step's few messages: the batch's threads cost more than they save
+            for owner, text in zip(owners, batch):
+                counts[owner] += len(self.tokenizer.encode(text, add_special_tokens=False))
             return
         for owner, encoding in zip(owners, self.tokenizer.encode_batch(batch, add_special_tokens=False)):
             counts[owner] += len(encoding)
@@ -195,30 +236,26 @@ class TokenCounter:
                 append(key if key is not None else _digest(render_turn(turn)))
         return self._count_keyed(keys, lambda i: render_turn(turns[i]), lambda i: _turn_chars(turns[i]))
 
+    def message_bounds(self, messages: Sequence[MessageLike]) -> list[int]:
+        """For each message, at least its ``message_counts`` entry, without the tokenizer (``bounded`` counters
+        only): the UTF-8 bytes of the turn it renders. Each token of a derived tokenizer stands for at least one
+        character, or one byte of one (byte fallback); the turn markers are one token for many bytes."""
+        turns = self.template.turns(messages)  # type: ignore[attr-defined]  # bounded: Gemma3Template
+        return [_utf8_bytes(render_turn(turn)) if turn[0] else 0 for turn in turns]
+
+    def running(self, *, bound: bool = False) -> RunningTotal:
+        """A running total of this counter's counts (``bound``: of ``message_bounds``) for one conversation: a hook
+        keeps its own, so that another conversation on the shared counter does not make it count again."""
+        bos = self.template.bos_tokens
+        values = self.message_bounds if bound else self.message_counts
+        return RunningTotal(values, bos, incremental=isinstance(self.template, Gemma3Template))
+
     def count(self, messages: Sequence[MessageLike]) -> int:
         """Tokens of the whole history as the target sees it, BOS included, no generation prompt.
 
         A history that extends the previous call's with the very same (immutable) ``Message`` objects costs
-        only its new messages: the counts of the shared prefix are remembered as running sums (an agent step
-        then does O(new) tokenizer work and an O(n) identity scan, instead of O(n) lookups)."""
-        msgs = messages if isinstance(messages, list) else list(messages)
-        if not isinstance(self.template, Gemma3Template):
-            return self.template.bos_tokens + sum(self.message_counts(msgs))
-        with self._lock:
-            prev, sums = self._memo
-        n, limit = 0, min(len(prev), len(msgs))
-        while n < limit and msgs[n] is prev[n] and type(msgs[n]) is Message:
-            n += 1
-        # A trailing system message folds into the next user turn, so its count depends on what follows.
-        while n and _role(msgs[n - 1]) in ("system", "developer"):
-            n -= 1
-        tail = self.message_counts(msgs[n:]) if n < len(msgs) else []
-        new_sums = sums[: n + 1]
-        for c in tail:
-            new_sums.append(new_sums[-1] + c)
-        with self._lock:
-            self._memo = (msgs, new_sums)
-        return self.template.bos_tokens + new_sums[-1]
+        only its new messages (``RunningTotal``)."""
+        return self._running.total(messages)
 
     def count_message(self, message: MessageLike) -> int:
         """Tokens of one message rendered as a history of its own (no BOS)."""
@@ -227,7 +264,7 @@ class TokenCounter:
     def clear_cache(self) -> None:
         with self._lock:
             self._cache.clear()
-            self._memo = ([], [0])
+            self._running = self.running()
             self._chars = 0
             self.hits = self.misses = self.encoded = 0
 
@@ -238,6 +275,53 @@ class TokenCounter:
 
 def _role(message: Any) -> str | None:
     return message.get("role") if isinstance(message, Mapping) else getattr(message, "role", None)
+
+
+def _utf8_bytes(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _first_difference(a: Sequence[Any], b: Sequence[Any]) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x is not y and x != y), min(len(a), len(b)))
+
+
+class RunningTotal:
+    """``base + sum(values(messages))`` kept between calls for a growing history: a history that starts with the
+    ``Message`` objects of the last one (the same or equal ones, compared in C) costs ``values`` of the rest only;
+    the rest starts before a trailing system message, which folds into the turn after it. Only ``Message``
+    objects are remembered (they are immutable). ``incremental=False`` (a template whose segments depend on the
+    whole history): every message every time. ``counted``: the messages the last call passed to ``values``."""
+
+    def __init__(
+        self, values: Callable[[Sequence[Any]], list[int]], base: int = 0, *, incremental: bool = True
+    ) -> None:
+        self.values, self.base, self.incremental = values, base, incremental
+        self._seen: list[Any] = []  # the leading Messages of the last history
+        self._sums = [0]  # running sums of their values
+        self._lock = threading.Lock()
+        self.counted = 0
+
+    def total(self, messages: Sequence[Any]) -> int:
+        msgs = messages if isinstance(messages, list) else list(messages)
+        if not self.incremental:
+            self.counted = len(msgs)
+            return self.base + sum(self.values(msgs))
+        with self._lock:  # one call at a time: the lists are updated in place (no O(n) copies)
+            seen, sums = self._seen, self._sums
+            k = len(seen)
+            n = k if len(msgs) >= k and msgs[:k] == seen else _first_difference(seen, msgs)
+            while n and _role(msgs[n - 1]) in ("system", "developer"):
+                n -= 1
+            del seen[n:], sums[n + 1 :]
+            for value in self.values(msgs[n:]) if n < len(msgs) else ():
+                sums.append(sums[-1] + value)
+            total, self.counted = sums[-1], len(msgs) - n
+            known = n  # msgs[:n] equal Messages: Messages themselves
+            while known < len(msgs) and type(msgs[known]) is Message:
+                known += 1
+            seen += msgs[n:known]
+            del sums[known + 1 :]
+            return self.base + total
 
 
 def _turn_chars(turn: Turn) -> int:
@@ -271,4 +355,4 @@ def count_tokens(messages: Sequence[MessageLike | Mapping[str, Any]], tokenizer_
     return get_counter(tokenizer_spec).count(messages)
 
 
-__all__ = ["TokenCounter", "count_tokens", "default_counter", "get_counter"]
+__all__ = ["RunningTotal", "TokenCounter", "count_tokens", "default_counter", "get_counter"]
