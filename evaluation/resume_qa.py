@@ -138,14 +138,16 @@ def write_regions(points: Sequence[dict[str, Any]], out: Path) -> list[Path]:
 # ------------------------------------------------------------------------------------------------ contexts
 
 
-def contexts_at(point: dict[str, Any], messages: Sequence[Message], counter: Any) -> dict[str, list[Message]]:
+def contexts_at(
+    point: dict[str, Any], messages: Sequence[Message], counter: Any, hook_options: dict[str, Any] | None = None
+) -> dict[str, list[Message]]:
     """Each strategy's context at ``point`` (the reference needs its frozen summary; skipped without one)."""
     from .strategies import full, mask, truncate
 
     cut = point["point"]
     prefix = list(messages[:cut])
     out = {"full": full(prefix).messages, "truncate": truncate(prefix).messages, "mask": mask(prefix).messages}
-    out["ours"] = ours(prefix, point["window"], counter)
+    out["ours"] = ours(prefix, point["window"], counter, **(hook_options or {}))
     ref = HOME / "reference" / f"{point['id']}.md"
     if ref.exists():
         h, t = head_end(prefix), max(tail_start(prefix, KEEP_LAST), head_end(prefix))
@@ -154,7 +156,7 @@ def contexts_at(point: dict[str, Any], messages: Sequence[Message], counter: Any
     return out
 
 
-def ours(prefix: Sequence[Message], window: int, counter: Any) -> list[Message]:
+def ours(prefix: Sequence[Message], window: int, counter: Any, **hook_options: Any) -> list[Message]:
     """The default hook stepped through ``prefix`` as an agent loop would (it compacts when its trigger fires),
     then compacting at the point: what the agent sees right after a compaction there."""
     import tempfile
@@ -162,7 +164,7 @@ def ours(prefix: Sequence[Message], window: int, counter: Any) -> list[Message]:
     from offline_compress.hook import CompactionHook
 
     with tempfile.TemporaryDirectory(prefix="resume-qa-") as tmp:
-        with CompactionHook(window, archive_path=Path(tmp) / "a.sqlite3", counter=counter) as hook:
+        with CompactionHook(window, archive_path=Path(tmp) / "a.sqlite3", counter=counter, **hook_options) as hook:
             live: list[Any] = []
             last = 0
             for i, m in enumerate(prefix):
@@ -204,7 +206,13 @@ it is wrong"}}} (notes only for wrong answers)."""
 
 
 def export(
-    points: Sequence[dict[str, Any]], strategies: Sequence[str], exchange: Path, counter: Any, *, ours_as: str = "ours"
+    points: Sequence[dict[str, Any]],
+    strategies: Sequence[str],
+    exchange: Path,
+    counter: Any,
+    *,
+    ours_as: str = "ours",
+    hook_options: dict[str, Any] | None = None,
 ) -> None:
     """Reading tasks: ``read/<opaque>/context.md`` + ``questions.md`` + ``BRIEF.md``, and ``key.json`` (opaque
     id -> point, strategy and the context's tokens), kept for ``grade`` and ``report``. ``ours_as``: the name the
@@ -213,7 +221,7 @@ def export(
     for p in points:
         messages = load_run(p)
         q = questions_of(p["id"])
-        built = contexts_at(p, messages, counter)
+        built = contexts_at(p, messages, counter, hook_options)
         for strategy in strategies:
             if strategy not in built:
                 _note(f"{p['id']}: no {strategy} context (no frozen reference summary)")
@@ -255,22 +263,37 @@ def answers_of(exchange: Path, oid: str) -> dict[str, str] | None:
 # ------------------------------------------------------------------------------------------------ grading
 
 
-def grading_tasks(exchange: Path, graded: dict[str, Any]) -> list[Path]:
-    """One grading task per point for the answers not graded yet: ``grade/<round>-<point>/GRADING.md`` with the
-    questions, references, key facts and the answers under shuffled letters; the letters' owners go to
-    ``grade_key.json``, which the grader never sees."""
+def grading_tasks(
+    exchange: Path, graded: dict[str, Any], again: Sequence[str] = (), regrade: bool = False
+) -> list[Path]:
+    """One grading task per point for the answers not graded yet (and those of the strategies ``again``, graded
+    anew beside them: a paired comparison by one grader): ``grade/<point>-<digest>/GRADING.md`` with the questions,
+    references, key facts and the answers under shuffled letters; the letters' owners go to ``grade_key.json``,
+    which the grader never sees. A later round's grade of an answer replaces an earlier one. ``regrade``: a round of
+    the strategies ``again`` alone, even with nothing new (a second grader's opinion of the same answers)."""
     key, out = _key(exchange), []
     gkey_path = exchange / "grade_key.json"
     gkey = json.loads(gkey_path.read_text("utf-8")) if gkey_path.exists() else {}
-    by_point: dict[str, list[str]] = {}
+    round_ = 1 + max((v.get("round", 1) for v in gkey.values()), default=0)
+    new: dict[str, list[str]] = {}
     for oid, info in sorted(key.items()):
         if answers_of(exchange, oid) is not None and oid not in graded:
-            by_point.setdefault(info["point"], []).append(oid)
+            new.setdefault(info["point"], []).append(oid)
+    points = set(new) | ({v["point"] for v in key.values()} if regrade else set())
+    by_point = {
+        point: new.get(point, [])
+        + [
+            o
+            for o, v in sorted(key.items())
+            if v["point"] == point and v["strategy"] in again and o not in new.get(point, [])
+        ]
+        for point in sorted(points)
+    }
     for point, oids in sorted(by_point.items()):
         rng = random.Random(f"{point}|{','.join(oids)}")
         rng.shuffle(oids)
         letters = {chr(ord("A") + i): oid for i, oid in enumerate(oids)}
-        task = hashlib.sha256(f"{point}|{','.join(oids)}".encode()).hexdigest()[:8]
+        task = hashlib.sha256(f"{point}|{','.join(oids)}|{round_}".encode()).hexdigest()[:8]  # a task per round
         d = exchange / "grade" / f"{point}-{task}"
         d.mkdir(parents=True, exist_ok=True)
         q = questions_of(point)
@@ -283,18 +306,19 @@ def grading_tasks(exchange: Path, graded: dict[str, Any]) -> list[Path]:
                 parts.append(f"{letter}: {' '.join(answer.split())}")
             parts.append("")
         (d / "GRADING.md").write_text("\n".join(parts), encoding="utf-8")
-        gkey[d.name] = {"point": point, "letters": letters}
+        gkey[d.name] = {"point": point, "letters": letters, "round": round_}
         out.append(d)
     gkey_path.write_text(json.dumps(gkey, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return out
 
 
-def collect_grades(exchange: Path) -> dict[str, dict[str, dict[str, str]]]:
-    """opaque id -> question -> {"grade", "note"} from every finished grading task."""
+def collect_grades(exchange: Path, every_round: bool = False) -> dict[str, dict[str, dict[str, str]]]:
+    """opaque id -> question -> {"grade", "note", "round"} from every finished grading task, a later round's grade
+    replacing an earlier one; ``every_round``: keyed ``"<opaque id>|<round>"``, every round's grades."""
     gkey_path = exchange / "grade_key.json"
     gkey = json.loads(gkey_path.read_text("utf-8")) if gkey_path.exists() else {}
     out: dict[str, dict[str, dict[str, str]]] = {}
-    for task, info in gkey.items():
+    for task, info in sorted(gkey.items(), key=lambda kv: kv[1].get("round", 1)):  # a later round replaces
         path = exchange / "grade" / task / "grades.json"
         if not path.exists():
             continue
@@ -307,7 +331,8 @@ def collect_grades(exchange: Path) -> dict[str, dict[str, dict[str, str]]]:
                     raise ValueError(f"{path}: {qid} {letter}: grade {grade!r} is not one of {', '.join(SCORES)}")
                 oid = info["letters"][letter]
                 note = notes.get(qid, {}).get(letter, "") if isinstance(notes.get(qid), dict) else ""
-                out.setdefault(oid, {})[qid] = {"grade": grade, "note": note}
+                where = f"{oid}|{info.get('round', 1)}" if every_round else oid
+                out.setdefault(where, {})[qid] = {"grade": grade, "note": note, "round": str(info.get("round", 1))}
     return out
 
 
@@ -360,21 +385,29 @@ def grade_with(exchange: Path, url: str, model: str, tasks: Sequence[Path]) -> N
 
 def results(exchange: Path) -> dict[str, Any]:
     """Everything the report is made of, in one document (committed as ``eval/resume_qa/results.json``)."""
-    key, grades = _key(exchange), collect_grades(exchange)
+    key, grades = _key(exchange), collect_grades(exchange, every_round=True)
     rows = []
-    for oid, info in sorted(key.items()):
-        answers = answers_of(exchange, oid)
-        if answers is None or oid not in grades:
-            continue
+    for where, graded in sorted(grades.items()):
+        oid, round_ = where.split("|")
+        info, answers = key[oid], answers_of(exchange, oid) or {}
         kinds = {x["id"]: x["kind"] for x in questions_of(info["point"])["questions"]}
         for qid, kind in kinds.items():
-            g = grades[oid].get(qid, {"grade": "unknown", "note": "not graded"})
+            g = graded.get(qid, {"grade": "unknown", "note": "not graded"})
             rows.append(
                 {"point": info["point"], "strategy": info["strategy"], "question": qid, "kind": kind}
-                | {"answer": answers.get(qid, ""), "grade": g["grade"], "note": g["note"]}
+                | {"answer": answers.get(qid, ""), "grade": g["grade"], "note": g["note"], "round": int(round_)}
             )
     tokens = {f"{v['point']}|{v['strategy']}": v["tokens"] for v in key.values()}
     return {"rows": rows, "tokens": tokens}
+
+
+def latest(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each answer's grade of the latest round it was graded in."""
+    last: dict[tuple[str, str], int] = {}
+    for r in rows:
+        k = (r["point"], r["strategy"])
+        last[k] = max(last.get(k, 0), r.get("round", 1))
+    return [r for r in rows if r.get("round", 1) == last[(r["point"], r["strategy"])]]
 
 
 def _pct(rows: Sequence[dict[str, Any]]) -> float:
@@ -382,7 +415,8 @@ def _pct(rows: Sequence[dict[str, Any]]) -> float:
 
 
 def report(doc: dict[str, Any], baseline: str = "ours") -> str:
-    rows, tokens = doc["rows"], doc["tokens"]
+    every, tokens = doc["rows"], doc["tokens"]
+    rows = latest(every)
     strategies = sorted({r["strategy"] for r in rows}, key=lambda s: (STRATEGIES + (s,)).index(s))
     points = sorted({r["point"] for r in rows})
     complete = [p for p in points if all(any(r["point"] == p and r["strategy"] == s for r in rows) for s in strategies)]
@@ -417,6 +451,27 @@ def report(doc: dict[str, Any], baseline: str = "ours") -> str:
             + " | ".join(f"{statistics.mean(diffs[s]):+.1f}" if diffs[s] else "" for s in strategies)
             + " |"
         )
+    rounds = sorted({r.get("round", 1) for r in every})
+    if len(rounds) > 1:
+        lines += [
+            "",
+            "By grading round (one grader per point saw these answers side by side; paired, same points):",
+            "",
+        ]
+        lines += [
+            "| round | strategy | score | wrong | " + " | ".join(KINDS) + " |",
+            "|---|---|---:|---:|" + "---:|" * len(KINDS),
+        ]
+        for n in rounds:
+            mine = [r for r in every if r.get("round", 1) == n]
+            shared = set.intersection(
+                *({r["point"] for r in mine if r["strategy"] == s} for s in {r["strategy"] for r in mine})
+            )
+            for s in sorted({r["strategy"] for r in mine}, key=lambda s: (STRATEGIES + (s,)).index(s)):
+                these = [r for r in mine if r["strategy"] == s and r["point"] in shared]
+                by_kind = [f"{_pct([r for r in these if r['kind'] == k]):.0f}%" for k in KINDS]
+                wrong = sum(r["grade"] == "wrong" for r in these)
+                lines.append(f"| {n} | {s} | {_pct(these):.1f}% | {wrong} | " + " | ".join(by_kind) + " |")
     wrongs = [r for r in rows if r["grade"] == "wrong" and r["point"] in complete]
     if wrongs:
         lines += ["", "Wrong answers:", ""]
@@ -442,12 +497,13 @@ def cmd_resume_qa(args: argparse.Namespace) -> int:
         unknown = [s for s in strategies if s not in STRATEGIES]
         if unknown:
             raise ValueError(f"--strategies: unknown {', '.join(unknown)} (known: {', '.join(STRATEGIES)})")
-        export(points, strategies, exchange, default_counter(), ours_as=args.ours_as)
+        options = {k: json.loads(v) for k, _, v in (o.partition("=") for o in args.hook)}
+        export(points, strategies, exchange, default_counter(), ours_as=args.ours_as, hook_options=options)
         if args.reader_url:
             read_with(exchange, args.reader_url, args.model)
     elif args.action == "grade":
         graded = collect_grades(exchange)
-        tasks = grading_tasks(exchange, graded)
+        tasks = grading_tasks(exchange, graded, [s for s in (args.again or "").split(",") if s], args.regrade)
         _note(f"{len(tasks)} grading tasks: {', '.join(t.name for t in tasks) or 'none'}")
         if args.reader_url:
             grade_with(exchange, args.reader_url, args.model, tasks)
@@ -472,8 +528,13 @@ def add_resume_qa_parser(sub: Any) -> None:
     p.add_argument("--points", help="comma-separated point ids (default: all of eval/resume_qa/runs.json)")
     p.add_argument("--strategies", default=",".join(STRATEGIES), help="export: which contexts")
     p.add_argument("--ours-as", default="ours", help="export: the name of the hook's context (a changed summary)")
+    p.add_argument(
+        "--hook", action="append", default=[], help="export: a CompactionHook option for ours, NAME=JSON (repeatable)"
+    )
     p.add_argument("--reader-url", help="an OpenAI-compatible endpoint (…/v1) that reads and grades")
     p.add_argument("--model", default="default", help="the endpoint's model id")
+    p.add_argument("--again", help="grade: strategies whose answers are graded anew beside the new ones (paired)")
+    p.add_argument("--regrade", action="store_true", help="grade: a round of --again alone, with nothing new")
     p.add_argument("--baseline", default="ours", help="report: the strategy the per-point differences are against")
     p.add_argument("--save", help="report: write every answer, grade and token count here")
     p.set_defaults(func=cmd_resume_qa)

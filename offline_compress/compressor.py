@@ -4,24 +4,34 @@
         -> ground (drop what the source does not support) -> merge (previous summary + facts + draft, merge.py)
         -> redact
 
+Two model modes. The default draft (``Draft``) is made for the embedded 270M base model: a digest of the history
+and a tiny ASCII schema. The written-state mode (``written=True``) is for a capable model (the agent's own, on a
+server): it reads the compacted region itself, rendered for reading (``summary/reading.py``) with the extracted facts
+as a checklist, split into parts that fit its window, each part's state carried into the next part's prompt, and
+writes decisions, failure reasons, the task state, the narrative and the next step (``summary/written.py``). Either
+way what is read exactly stays exact, what the model wrote is grounded, and a model that fails (invalid or cut
+JSON, a prompt over its window) leaves the extractive summary, said in ``CompressionStats.fallback``.
+
 Build a ``Compressor`` once (it loads the model and compiles the grammar) and call it many times, as with an
 Outlines ``Generator``. ``compress_context`` does the same with a shared default compressor.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .engine import Backend, Generation
+from .engine import Backend, Generation, PromptTooLongError
 from .errors import EmptyHistoryError
 from .extract.facts import Facts, extract_facts
 from .extract.task import extract_task
@@ -38,6 +48,9 @@ from .summary.ground import GroundingReport, SourceIndex
 from .summary.merge import Budget, Sources, merge_carried
 from .summary.message import parse_summary_message
 from .summary.prompt import closing, digest, fixed_prefix
+from .summary.reading import blocks, split
+from .summary.written import WrittenState, written_json_schema
+from .summary.written_prompt import checklist, written_prefix, written_suffix
 from .tokens.counter import default_counter
 from .tokens.protocol import CountsTokens
 
@@ -47,6 +60,10 @@ DEFAULT_MODEL = "default"  # the embedded model (manifest default), opt-in: ``mo
 DEFAULT_MAX_TOKENS = 2048
 DEFAULT_SUMMARY_TOKENS = 2048  # token budget of a summary when the caller names none (the hook: a share of its window)
 DRAFT_ATTEMPTS = 2  # a draft that fails validation is asked for once more, then the summary goes without one
+MIN_PART_TOKENS = 256  # the least room a part of the region may have in the written-state mode's prompt
+
+
+_Out = TypeVar("_Out", Draft, WrittenState)
 
 
 class CompressionStats(BaseModel):
@@ -71,6 +88,7 @@ class CompressionStats(BaseModel):
     backend: str = ""  # what wrote the draft (Backend.name); "" without a model
     attempts: int = 0  # generations asked for (a draft that fails validation is asked for once more)
     fallback: str | None = None  # why the summary went without the model's draft (then the extractive summary)
+    parts: int = 0  # the written-state mode: parts the region was written in (prompt_tokens adds theirs up)
 
 
 class CompressionResult(BaseModel):
@@ -95,6 +113,8 @@ class PreparedPrompt:
     head: int = 0  # messages [0, head) are kept verbatim before the summary (not summarised)
     kept_texts: tuple[str, ...] = ()  # texts of the messages kept verbatim around the summary (head and recent)
     task: str = ""  # the task statement the learned selector compares pieces with (only with a selector)
+    parts: tuple[str, ...] = ()  # written-state mode: the region rendered, in parts that fit (``suffix``: the first)
+    checklist: str = ""  # the written-state mode: the facts read exactly, as every part's prompt shows them
 
 
 # No model (or no valid draft): nothing written (constructed, not validated: the grammar requires "The agent ").
@@ -114,12 +134,19 @@ class Compressor:
     (e.g. ``OpenAIServerBackend`` for a model server); ``model`` and the llama.cpp settings are then unused.
     ``decoder``: the in-process backend's constrained decoder (``"outlines"``, or the ``"forced"`` token loop).
     ``selector``: the learned line selector (``offline_compress.selector``: ``"default"`` the shipped head on the
-    embedded Gemma's token embeddings, a head file, or a ``Selector``); None (default): the rule packer alone."""
+    embedded Gemma's token embeddings, a head file, or a ``Selector``); None (default): the rule packer alone.
+    ``written``: the written-state mode, for a capable model (an instruct model of some billions of parameters,
+    such as the agent's own on its server): it reads the region and writes the state (module docstring). Off by
+    default and never chosen for you: the embedded 270M base model cannot write, and a backend cannot tell how
+    capable its model is. ``max_tokens`` (the output room, also what an earlier part's state may take in the next
+    part's prompt) defaults to 2048 either way; ``repeat_penalty`` to 1.3 for the draft (a small model loops) and
+    1.0 written (a penalty hurts a capable model copying names)."""
 
     def __init__(
         self,
         model: str | Path | None = None,
         *,
+        written: bool = False,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         keep_last: int = DEFAULT_KEEP_LAST,
         n_ctx: int = 8192,
@@ -127,7 +154,7 @@ class Compressor:
         n_threads: int | None = None,
         n_gpu_layers: int = 0,
         flash_attn: bool = False,
-        repeat_penalty: float = 1.3,
+        repeat_penalty: float | None = None,
         decoder: str = "outlines",
         verify_model: bool = True,
         backend: Backend | None = None,
@@ -144,14 +171,18 @@ class Compressor:
             raise ValueError(f"summary_tokens must be positive or None, got {summary_tokens}")
         self.summary_tokens = summary_tokens  # None: only the schema's list bounds
         self._counter = counter
-        self.schema = draft_json_schema()
-        worst = worst_case_tokens(self.schema)
+        if written and backend is None and model is None:
+            raise ValueError("written=True needs a model to write: backend=... (a server) or a model name or path")
+        self.written = written
+        self.schema = written_json_schema() if written else draft_json_schema()
+        # a written state has no bound in tokens below any sensible max_tokens: one cut short falls back
+        worst = 0 if written else worst_case_tokens(self.schema)
         if worst > max_tokens:
             raise ValueError(f"max_tokens={max_tokens} is below the largest valid draft ({worst} tokens)")
         self.max_tokens = max_tokens
         self.keep_last = keep_last
         self.prompt_budget = prompt_budget
-        self.repeat_penalty = repeat_penalty
+        self.repeat_penalty = repeat_penalty if repeat_penalty is not None else 1.0 if written else 1.3
         if backend is None and model is None:
             self._lock = threading.Lock()  # no backend: nothing shared to guard
             self.backend = None
@@ -172,7 +203,7 @@ class Compressor:
         self.backend = backend
         self._lock = generation_lock(backend)  # one llama.cpp context: one generation at a time, per backend object
         self.instruct = self.backend.instruct
-        self.prefix = fixed_prefix(self.instruct)
+        self.prefix = written_prefix(self.instruct) if written else fixed_prefix(self.instruct)
         room = self.backend.n_ctx - self.max_tokens - self.backend.count(self.prefix) - 64
         if room < 256:
             raise ValueError(f"n_ctx={self.backend.n_ctx} leaves no room for a prompt after max_tokens={max_tokens}")
@@ -246,8 +277,13 @@ class Compressor:
         task = "" if self.selector is None else extract_task(parsed)[0]  # the selector's context (its training's)
         # what the reader has verbatim around the summary (its tool-call arguments too): not paid for twice
         kept = tuple(m.text_and_arguments for m in [*parsed[:head], *parsed[cut:]])
-        suffix = ""  # no model: no prompt
-        if self.backend is not None:
+        suffix, listed = "", ""  # no model: no prompt
+        parts: tuple[str, ...] = ()
+        if self.backend is not None and self.written:
+            listed = checklist(facts, previous, facts.task or extract_task(parsed[:head])[0])
+            parts = self._parts(target, plan.region, listed)
+            suffix = written_suffix(listed, parts[0], 1, len(parts), None, self.instruct) if parts else ""
+        elif self.backend is not None:
             suffix = digest(
                 target,
                 facts,
@@ -266,7 +302,26 @@ class Compressor:
             head=head,
             kept_texts=kept,
             task=task,
+            parts=parts,
+            checklist=listed,
         )
+
+    def _parts(self, target: list[Message], numbers: list[int], listed: str) -> tuple[str, ...]:
+        """The region rendered for reading, in parts that fit the backend's window with the prefix, the checklist
+        and the output room (and, when there are several, an earlier part's state, at most the output room too).
+        Empty when the window leaves a part less than ``MIN_PART_TOKENS`` (the compression then falls back)."""
+        backend = self.backend
+        assert backend is not None
+        fixed = backend.count(self.prefix) + backend.count(written_suffix(listed, "", 9, 9, None, self.instruct))
+        room = backend.n_ctx - self.max_tokens - fixed - 64
+        rendered = blocks(target, numbers)
+        if room < MIN_PART_TOKENS:
+            return ()
+        parts = split(rendered, room, backend.count)
+        if len(parts) > 1:  # a state written from the parts before goes into each later part's prompt
+            room -= self.max_tokens + 64
+            parts = split(rendered, room, backend.count) if room >= MIN_PART_TOKENS else []
+        return tuple(parts)
 
     def compress_detailed(
         self,
@@ -292,26 +347,64 @@ class Compressor:
         stats = CompressionStats(messages_in=prepared.messages_in, messages_compressed=prepared.cut, head=prepared.head)
         if self.backend is None:
             return self._finish(start, prepared, NO_DRAFT, stats, budget)
-        draft = self._draft(prepared.suffix, stats)
-        return self._finish(start, prepared, draft, stats, budget)
+        draft = self._write(prepared, stats) if self.written else self._draft(prepared.suffix, stats, Draft)
+        return self._finish(start, prepared, draft or NO_DRAFT, stats, budget)
 
-    def _draft(self, suffix: str, stats: CompressionStats) -> Draft:
-        """The model's draft, validated against the bounded schema whatever the backend promised (a server may
-        answer 200 with unconstrained text when its grammar failed, or ignore a field it does not know). An
-        invalid draft is asked for once more; then the summary goes without one, as with ``model=None`` (the
-        exact facts stand on their own), and ``stats.fallback`` says why. ``BackendError`` (unreachable server,
-        timeout, HTTP error) propagates: one line, never a silent fallback."""
+    def _write(self, prepared: PreparedPrompt, stats: CompressionStats) -> WrittenState | None:
+        """The written state of the region: its parts written in turn, each part's prompt holding the state written
+        from the parts before it, which the part's own state replaces (the last one covers the whole region). Any
+        part without a valid state leaves the whole compression extractive (``stats.fallback`` says which)."""
+        backend = self.backend
+        assert backend is not None  # only called with a model
+        stats.backend = backend.name
+        if not prepared.parts:
+            stats.draft_valid = False
+            stats.fallback = (
+                f"{backend.name}: the prompt does not fit the model's window (n_ctx={backend.n_ctx} leaves a part of "
+                f"the region under {MIN_PART_TOKENS} tokens after the brief, the checklist and max_tokens="
+                f"{self.max_tokens})"
+            )
+            return None
+        state: WrittenState | None = None
+        for number, part in enumerate(prepared.parts, start=1):
+            suffix = (
+                prepared.suffix
+                if number == 1
+                else written_suffix(prepared.checklist, part, number, len(prepared.parts), state, self.instruct)
+            )
+            state = self._draft(suffix, stats, WrittenState)
+            stats.parts = number
+            if state is None:
+                if len(prepared.parts) > 1:
+                    stats.fallback = f"part {number} of {len(prepared.parts)}: {stats.fallback}"
+                return None
+        return state
+
+    def _draft(self, suffix: str, stats: CompressionStats, model: type[_Out]) -> _Out | None:
+        """The model's output, validated against ``model`` whatever the backend promised (a server may answer 200
+        with unconstrained text when its grammar failed, or ignore a field it does not know). An invalid one is
+        asked for once more; then the summary goes without it, as with ``model=None`` (the exact facts stand on
+        their own), and ``stats.fallback`` says why; so does a prompt over the model's window
+        (``PromptTooLongError``). Any other ``BackendError`` (unreachable server, timeout, HTTP error)
+        propagates: one line, never a silent fallback."""
         backend = self.backend
         assert backend is not None  # only called with a model
         stats.backend = backend.name
         problem = ""
-        for attempt in range(1, DRAFT_ATTEMPTS + 1):
-            with self._lock:  # one llama.cpp context (or one connection's worth of work) at a time
-                generation = backend.generate(self.prefix, suffix, self.schema, self.max_tokens, self.repeat_penalty)
-            _add_generation(stats, generation)
-            stats.attempts = attempt
+        for _ in range(DRAFT_ATTEMPTS):
             try:
-                return Draft.model_validate_json(generation.text)
+                with self._lock:  # one llama.cpp context (or one connection's worth of work) at a time
+                    generation = backend.generate(
+                        self.prefix, suffix, self.schema, self.max_tokens, self.repeat_penalty
+                    )
+            except PromptTooLongError as err:
+                stats.draft_valid = False
+                stats.fallback = f"{backend.name}: the prompt does not fit the model's window ({err})"
+                return None
+            _add_generation(stats, generation, written=self.written)
+            stats.attempts += 1
+            try:
+                return model.model_validate_json(generation.text)
             except ValidationError as err:
                 first = err.errors()[0]
                 where = ".".join(str(x) for x in first["loc"]) or "document"
@@ -320,14 +413,22 @@ class Compressor:
                 )
         stats.draft_valid = False
         stats.fallback = f"{stats.backend}: no valid draft in {DRAFT_ATTEMPTS} attempts, last: {problem}"
-        return NO_DRAFT
+        return None
 
     def _finish(
-        self, start: float, prepared: PreparedPrompt, draft: Draft, stats: CompressionStats, budget: Budget | None
+        self,
+        start: float,
+        prepared: PreparedPrompt,
+        draft: Draft | WrittenState,
+        stats: CompressionStats,
+        budget: Budget | None,
     ) -> CompressionResult:
         """Ground the draft and merge it with the facts, the work log and the previous summary."""
         target, previous, facts = prepared.target, prepared.previous, prepared.facts
-        index = _grounding_index(target, previous) if draft is not NO_DRAFT else SourceIndex([])  # nothing to ground
+        # nothing to ground without a draft
+        index = (
+            SourceIndex([]) if draft is NO_DRAFT else source_index(prepared, written=isinstance(draft, WrittenState))
+        )
         report = GroundingReport()
         scorer = None if self.selector is None else self.selector.for_task(prepared.task)
         sources = Sources(facts, target, index, previous, prepared.kept_texts, scorer)
@@ -352,21 +453,60 @@ class Compressor:
         )
 
 
-def _grounding_index(target: list[Message], previous: S.CompressedContext | None) -> SourceIndex:
+def source_index(prepared: PreparedPrompt, *, written: bool = False) -> SourceIndex:
+    """What a model's output about ``prepared`` is grounded against. ``written``: a written state's, which read
+    the head's task in its checklist and the calls' arguments as values."""
+    if written:
+        head = prepared.kept_texts[: prepared.head]
+        return _grounding_index(prepared.target, prepared.previous, head, arguments=True)
+    return _grounding_index(prepared.target, prepared.previous)
+
+
+def _grounding_index(
+    target: list[Message],
+    previous: S.CompressedContext | None,
+    head: Sequence[str] = (),
+    *,
+    arguments: bool = False,
+) -> SourceIndex:
     """What the model's draft is checked against. Tool output may support what the model says, but never an
-    instruction it gives (prompt injection)."""
+    instruction it gives (prompt injection). ``head``: the texts kept verbatim before the summary (the system
+    prompt and the task, trusted); ``arguments``: the calls' argument values too, decoded (a written file as the
+    model read it, not as a JSON string)."""
     output = [i for i in range(len(target)) if is_tool_output(target, i)]
     outputs = set(output)
-    trusted = [m.text for i, m in enumerate(target) if i not in outputs]
+    trusted = [*head, *(m.text for i, m in enumerate(target) if i not in outputs)]
     trusted += [c.function.arguments for m in target for c in (m.tool_calls or ())]
+    if arguments:
+        trusted += [v for m in target for c in (m.tool_calls or ()) for v in _argument_values(c.function.arguments)]
     if previous is not None:
         trusted.append(previous.to_json())
     return SourceIndex(trusted, untrusted=[target[i].text for i in output])
 
 
-def _add_generation(stats: CompressionStats, generation: Generation) -> None:
-    """Count one generation into the stats (a retried draft costs twice: the seconds add up)."""
-    stats.prompt_tokens = generation.prompt_tokens
+def _argument_values(raw: str) -> list[str]:
+    """The string values of a call's JSON arguments, decoded (none when they are not JSON)."""
+    try:
+        value = json.loads(raw) if raw.strip() else None
+    except ValueError:
+        return []
+    out: list[str] = []
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return out
+
+
+def _add_generation(stats: CompressionStats, generation: Generation, *, written: bool = False) -> None:
+    """Count one generation into the stats (a retried draft costs twice: the seconds add up; written, the prompt
+    tokens of each part and attempt add up too)."""
+    stats.prompt_tokens = stats.prompt_tokens + generation.prompt_tokens if written else generation.prompt_tokens
     stats.prefix_tokens = generation.prefix_tokens
     stats.prefix_cached = generation.prefix_cached
     stats.threads = generation.threads
@@ -400,11 +540,20 @@ def generation_lock(backend: Any = None) -> threading.Lock:
 
 
 def default_compressor(model: str | Path | None = None, **kwargs: Any) -> Compressor:
-    """A process-wide compressor per model, loaded on first use (``None``: the extractive one)."""
-    key = str(model)
+    """A process-wide compressor per model, loaded on first use (``None``: the extractive one, unless
+    ``OFFLINE_COMPRESS_RECORDED`` names recorded completions: then the written-state mode on them, for an
+    evaluation that builds its own hooks; ``engine/recorded.py``)."""
+    from .engine.recorded import EXPORT_ENV, N_CTX_ENV, RECORDED_ENV, from_environment
+
+    recorded = tuple(os.environ.get(k, "") for k in (RECORDED_ENV, EXPORT_ENV, N_CTX_ENV)) if model is None else ()
+    key = str(model) + ("|" + "|".join(recorded) if any(recorded) else "")
     with _default_lock:
         if key not in _default:
-            _default[key] = Compressor(model, **kwargs)
+            backend = from_environment() if any(recorded) else None
+            if backend is not None:
+                _default[key] = Compressor(backend=backend, written=True, **kwargs)
+            else:
+                _default[key] = Compressor(model, **kwargs)
         return _default[key]
 
 

@@ -338,9 +338,11 @@ def test_a_tool_call_sequence_is_never_split(tmp_path, extractive):
     # ::test_summarization_middleware_cutoff_at_start_of_tool_sequence
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+    # the older turns are long here (upstream: 30 words each): a person's turn of up to 2,000 characters stays whole
+    # in our summary, so a summary of two short turns could not be smaller than they are
     messages = [
-        HumanMessage(content="initial question " * 30),
-        HumanMessage(content="msg2 " * 30),
+        HumanMessage(content="initial question " * 150),
+        HumanMessage(content="msg2 " * 500),
         AIMessage(content="I'll use a tool", tool_calls=[{"name": "search", "args": {"q": "test"}, "id": "call_abc"}]),
         ToolMessage(content="search result " * 10, tool_call_id="call_abc"),
         HumanMessage(content="followup " * 10),

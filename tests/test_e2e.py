@@ -11,6 +11,7 @@ import pytest
 
 from offline_compress import CompactionHook, CompressedContext, compress_context
 from offline_compress.errors import EmptyHistoryError
+from offline_compress.extract.prose import prose
 from offline_compress.formats import load_history
 from offline_compress.summary.message import SUMMARY_PREFIX
 from offline_compress.summary.prompt import closing
@@ -57,12 +58,12 @@ def test_narrative_bridges_to_the_kept_messages_without_repeating_them(summaries
     for name, (messages, result) in summaries.items():
         narrative = result.context.recent_narrative
         cut = result.stats.messages_compressed
-        said = [m for m in messages[:cut] if m.role == "assistant" and m.text.strip()][-2:]
+        said = [m for m in messages[:cut] if m.role == "assistant" and prose(m.text)][-2:]
         for m in said:  # the agent's last words before the cut, as the bridge
-            assert "[assistant] " + " ".join(m.text.split())[:40] in narrative, name
+            assert "[assistant] " + " ".join(prose(m.text).split())[:40] in narrative, name
         # Only those: the kept messages follow the summary verbatim, so they are not repeated in it.
         bridge = [line for line in narrative.splitlines() if line.startswith("[")]
-        assert len(bridge) == len(said) and all(line.startswith("[assistant] ") for line in bridge), name
+        assert 0 < len(bridge) <= len(said) and all(line.startswith("[assistant] ") for line in bridge), name
 
 
 def test_grounding_accounts_for_every_model_item_and_keeps_none_it_dropped(summaries):
@@ -72,11 +73,13 @@ def test_grounding_accounts_for_every_model_item_and_keeps_none_it_dropped(summa
         lines = context.recent_narrative.split("\n")
         head = " ".join(lines[: next((k for k, x in enumerate(lines) if x.startswith("[")), len(lines))])
         written = [x for x in re.split(r"(?<=[.!?])\s+", head) if x.strip()]  # the model's sentences
-        extracted = {d.decision for d in facts.decisions} | {d.rationale for d in facts.decisions}
+        extracted = {x for d in facts.state.decisions for x in (d.decision, d.rationale)}
         written += [x for d in context.decisions for x in (d.decision, d.rationale) if x and x not in extracted]
         state = context.task_state
         written += [
-            x for x in (*state.completed, *state.remaining, *state.blockers) if not x.startswith(("changed ", "Task: "))
+            x
+            for x in (*state.completed, *state.remaining, *state.blockers)
+            if not x.startswith(("fixed: ", "Task: ")) and x not in {f.reason_failed for f in context.failed_attempts}
         ]
         assert not set(report.dropped) & {x.strip() for x in written}, name
 
@@ -131,7 +134,8 @@ def test_hook_archives_then_replaces_and_merges_next_time(compressor, tmp_path):
     messages = load_history(FIXTURES / "mini-swe-agent" / "django__django-11163.traj.json")
     history = [m.to_openai() for m in messages]
     snapshot = copy.deepcopy(history)
-    hook = CompactionHook(model_max_tokens=11_000, archive_path=tmp_path / "archive.sqlite3", compressor=compressor)
+    # 8,268 tokens: over the trigger's 85% of 9,500 (the history fired 60% of 11,000 until 2026-12-07)
+    hook = CompactionHook(model_max_tokens=9_500, archive_path=tmp_path / "archive.sqlite3", compressor=compressor)
     new = hook.before_step(history)
     assert history == snapshot  # the caller's list and dicts are untouched
     assert new[:2] == history[:2]  # the system prompt and the task stay verbatim

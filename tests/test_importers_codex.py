@@ -195,8 +195,8 @@ def test_the_summary_reads_the_rollout_as_codex_wrote_it():
     messages = load_history(ROLLOUT)
     assert messages[head_end(messages) - 1].text == task  # the head keeps the task too, after Codex's context
     summary = Compressor(None, summary_tokens=None).compress(messages, keep_last=0)
-    assert summary.task_state.remaining[0] == "Task: " + " ".join(task.split())
-    assert [f"changed {p}" for p in patched] == summary.task_state.completed
+    assert task in summary.user_constraints  # the person's turn whole, not Codex's context
+    assert [f.path for f in summary.files] == patched and all(f.change == "modified" for f in summary.files)
     shell = [s for s in summary.work_log if s.ran.startswith("shell: ") and s.saw != [ABORTED]]
     assert [s.ran.removeprefix("shell: ") for s in shell] == [c for c, _ in codes]
     for step, (command, code) in zip(shell, codes):

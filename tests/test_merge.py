@@ -259,18 +259,19 @@ def test_short_constraints_are_kept_whatever_the_constraints_bound():
     assert doc.user_constraints == rules
 
 
-def test_the_narrative_bridge_reads_a_repeated_sentence_once():
+def test_the_narrative_ends_with_the_agents_last_words_each_once():
+    from offline_compress.extract.facts import extract_facts
     from offline_compress.history.messages import parse_message
-    from offline_compress.summary.merge import bridge_lines
 
     said = [
         "I will open `a.py`.",
         "Now I see the class. Let me add the test.",
         "Now I see the class. Let me add the test.",
     ]
-    messages = [parse_message({"role": "assistant", "content": t}, index=i) for i, t in enumerate(said)]
-    messages.append(parse_message({"role": "tool", "tool_call_id": "c1", "content": "ok"}, index=3))
+    messages = [parse_message({"role": "user", "content": "task"}, index=0)]
+    messages += [parse_message({"role": "assistant", "content": t}, index=i + 1) for i, t in enumerate(said)]
+    facts = extract_facts(messages, start=1)
+    doc = merge(Sources(facts, messages[1:], SourceIndex([])), NO_DRAFT, GroundingReport(), _stats())
     assert (
-        bridge_lines(messages)
-        == "[assistant] I will open `a.py`.\n[assistant] Now I see the class. Let me add the test."
+        doc.recent_narrative == "[assistant] I will open `a.py`.\n[assistant] Now I see the class. Let me add the test."
     )

@@ -115,9 +115,12 @@ def test_listeners_get_each_compaction_and_their_errors_stay_out_of_the_step(
 
 def test_markdown_round_trip_of_every_field_of_a_real_summary(extractive_compressor):
     summary = extractive_compressor.compress(load_history(GITHUB_ISSUE))
-    # the extractive summary of this fixture fills every field but blockers: add one, a line of the same run
-    blocker = summary.failed_attempts[0].reason_failed
-    summary = summary.model_copy(update={"task_state": summary.task_state.model_copy(update={"blockers": [blocker]})})
+    # the extractive summary of this fixture fills the fields but the task state's done and blocked items (none is
+    # resolved or open there): add one each, lines of the same run, and a second edit of a file
+    failed = summary.failed_attempts[0]
+    state = summary.task_state.model_copy(update={"blockers": [failed.reason_failed], "completed": [failed.approach]})
+    files = [summary.files[0].model_copy(update={"edits": 2})] if summary.files else []
+    summary = summary.model_copy(update={"task_state": state, "files": files})
     dump = summary.model_dump()
     assert all(dump[k] for k in dump) and all(dump["task_state"].values())
     markdown = to_markdown(summary)

@@ -10,26 +10,17 @@ import copy
 import logging
 
 import pytest
+from test_hook import HEAD
+from test_hook import _steps as _long_steps
 
 from offline_compress import CompactionHook, TriggerConfig
 from offline_compress.compressor import Compressor
 from offline_compress.errors import InputError
 from offline_compress.summary.message import SUMMARY_PREFIX
 
-HEAD = [
-    {"role": "system", "content": "You are an agent. Reply with one bash block."},
-    {"role": "user", "content": "Fix the bug in src/mod3.py. Do not modify tests."},
-]
-
 
 def _steps(n: int, size: int = 300) -> list[dict]:
-    out = []
-    for i in range(n):
-        out.append({"role": "assistant", "content": f"Looking at part {i}.\n```bash\ncat src/mod{i}.py\n```"})
-        out.append(
-            {"role": "user", "content": "<returncode>0</returncode>\n<output>\n" + f"line {i} " * size + "\n</output>"}
-        )
-    return out
+    return _long_steps(n, size)  # the hook tests' steps, shorter: 22 messages fit a 12,000-token window
 
 
 class Broken(Compressor):
@@ -52,7 +43,7 @@ def lenient(monkeypatch):
 
 
 def test_an_internal_error_hands_the_history_back(lenient, tmp_path, caplog):
-    history = HEAD + _steps(10)
+    history = HEAD + _steps(11)
     snapshot = copy.deepcopy(history)
     hook = CompactionHook(12_000, archive_path=tmp_path / "a.sqlite3", compressor=Broken(), session="s1")
     with caplog.at_level(logging.ERROR, logger="offline_compress.hook"):
@@ -71,7 +62,7 @@ def test_an_internal_error_hands_the_history_back(lenient, tmp_path, caplog):
 
 
 def test_async_and_manual_steps_too(lenient, tmp_path):
-    history = HEAD + _steps(10)
+    history = HEAD + _steps(11)
     hook = CompactionHook(12_000, archive_path=tmp_path / "a.sqlite3", compressor=Broken())
     assert asyncio.run(hook.abefore_step(history)) == history
     assert hook.compact(history) == history
@@ -82,7 +73,7 @@ def test_async_and_manual_steps_too(lenient, tmp_path):
 def test_a_history_over_the_window_gets_the_last_summary_and_the_recent_messages(lenient, tmp_path):
     """One good compaction, then the compressor breaks and the history grows past the window: the last summary and
     the most recent messages that fit, the rest archived first (restorable), never the caller's list mutated."""
-    history = HEAD + _steps(10)
+    history = HEAD + _steps(11)
     hook = CompactionHook(12_000, archive_path=tmp_path / "a.sqlite3", compressor=Broken(after=1))
     first = hook.before_step(history)
     assert hook.metrics[-1].outcome == "compacted"
@@ -102,7 +93,7 @@ def test_strict_mode_raises(tmp_path, monkeypatch):
     monkeypatch.setenv("OFFLINE_COMPRESS_STRICT", "1")
     hook = CompactionHook(12_000, archive_path=tmp_path / "a.sqlite3", compressor=Broken())
     with pytest.raises(AssertionError):
-        hook.before_step(HEAD + _steps(10))
+        hook.before_step(HEAD + _steps(11))
     hook.close()
 
 
@@ -116,8 +107,9 @@ def test_bad_input_is_still_a_clear_error(lenient, tmp_path):
 def test_a_low_trigger_is_taken_with_the_default_room_and_target(tmp_path):
     """LangChain's own tests set a 10% trigger: the defaults of the target and the summary's room scale with it."""
     hook = CompactionHook(12_000, archive_path=tmp_path / "a.sqlite3", trigger=TriggerConfig(token_fraction=0.1))
-    assert hook.summary_room == pytest.approx(0.2 / 6) and hook.target_fraction == pytest.approx(0.5 / 6)
-    assert CompactionHook(12_000, archive_path=tmp_path / "b.sqlite3").summary_room == 0.2  # at 60%: unchanged
+    assert hook.summary_room == pytest.approx(0.25 / 8.5) and hook.target_fraction == pytest.approx(0.5 / 8.5)
+    default = CompactionHook(12_000, archive_path=tmp_path / "b.sqlite3")  # at the default 85%: unchanged
+    assert (default.summary_room, default.target_fraction) == (0.25, 0.5)
     with pytest.raises(ValueError, match="summary_room"):  # a value the user chose is still checked
         CompactionHook(12_000, trigger=TriggerConfig(token_fraction=0.1), summary_room=0.2)
 
@@ -141,7 +133,7 @@ def test_a_counter_of_the_first_protocol_works(tmp_path):
     hook = CompactionHook(
         12_000, archive_path=tmp_path / "a.sqlite3", compressor=Compressor(None), counter=FirstProtocolCounter()
     )
-    new = hook.before_step(HEAD + _steps(10))
+    new = hook.before_step(HEAD + _steps(11))
     assert hook.metrics[-1].outcome == "compacted" and len(new) < 22
     hook.close()
     with pytest.raises(TypeError, match="has no message_counts method"):

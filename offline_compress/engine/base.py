@@ -27,6 +27,12 @@ class MissingExtraError(BackendError):
         )
 
 
+class PromptTooLongError(BackendError):
+    """The prompt and the output room do not fit the model's window (said by the backend, or by a server's HTTP
+    error). The compressor answers it with the extractive summary (``CompressionStats.fallback``), not an error:
+    the window is the model's, the history is the caller's, and neither is wrong."""
+
+
 @dataclass(frozen=True)
 class Generation:
     """One constrained generation and what it cost. Seconds are wall time in this process."""

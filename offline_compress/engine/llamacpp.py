@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import BackendError
-from .base import Generation, MissingExtraError
+from .base import Generation, MissingExtraError, PromptTooLongError
 from .threads import default_threads, threads_now
 
 Decoder = Literal["outlines", "forced"]
@@ -172,7 +172,7 @@ class LlamaCppBackend:
     def _prompt(self, prefix: str, suffix: str, max_tokens: int) -> list[int]:
         prompt = self.tokenize(prefix + suffix, add_bos=True)
         if len(prompt) + max_tokens > self.n_ctx:
-            raise BackendError(
+            raise PromptTooLongError(
                 f"prompt of {len(prompt)} tokens + {max_tokens} output tokens exceeds n_ctx={self.n_ctx}"
             )
         return prompt

@@ -38,7 +38,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..errors import BackendError
-from .base import Generation, MissingExtraError
+from .base import Generation, MissingExtraError, PromptTooLongError
 
 Api = Literal["chat", "completions"]
 Structured = Literal["auto", "openai", "vllm", "llamacpp"]
@@ -272,7 +272,7 @@ class OpenAIServerBackend:
         prompt = prefix + suffix
         prompt_tokens = self.count(prompt) + 1  # + BOS
         if prompt_tokens + max_tokens > self.n_ctx:
-            raise BackendError(
+            raise PromptTooLongError(
                 f"prompt of {prompt_tokens} tokens + {max_tokens} output tokens exceeds the server's n_ctx={self.n_ctx}"
             )
         sent = bounded_schema(schema)
@@ -299,7 +299,9 @@ class OpenAIServerBackend:
         total = time.perf_counter() - start
         where = f"{self._origin()}{self._root}{path}"
         if not 200 <= status < 300:
-            raise BackendError(f"{where}: HTTP {status}: {_error_text(payload)}")
+            said = _error_text(payload)
+            too_long = status in (400, 413, 422) and _TOO_LONG.search(said)
+            raise (PromptTooLongError if too_long else BackendError)(f"{where}: HTTP {status}: {said}")
         try:
             choice = payload["choices"][0]
             text = choice["message"]["content"] if self.api == "chat" else choice["text"]
@@ -314,6 +316,11 @@ class OpenAIServerBackend:
             prompt_seconds=float(timings.get("prompt_ms") or 0.0) / 1000,
             total_seconds=total,
         )
+
+
+# How servers say a prompt is over their window: llama-server "exceeds the available context size"
+# (exceed_context_size_error), vLLM "This model's maximum context length is N tokens", OpenAI context_length_exceeded.
+_TOO_LONG = re.compile(r"context.{0,12}(?:size|length|window)|maximum context|too (?:long|many tokens)", re.I)
 
 
 def _error_text(payload: Any) -> str:

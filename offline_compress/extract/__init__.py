@@ -13,7 +13,9 @@ One concept per module, in the order the data flows:
     outcomes        success / error / partial of one result, and the line that says why
     events          calls paired with their results: ``ToolEvent``
     constraints     instruction-like lines of genuine user/system text: ``Constraint``
-    decisions       the agent's stated plan before each change: ``ExtractedDecision``
+    prose           the agent's own words: sentences in any script, quoted code
+    state           the working state: files with their net change, failures and what followed, decisions by
+                    their place (the words before an edit), open items, last words: ``WorkingState``
     task            the task statement
     facts           ``Facts`` and ``extract_facts``, which runs all of the above
 
@@ -32,11 +34,11 @@ from .constraints import (
     extract_constraints,
     turn_sentences,
 )
-from .decisions import ExtractedDecision, extract_decisions
 from .events import ToolEvent, extract_tool_events
 from .facts import Facts, FailedCommand, extract_facts
 from .outcomes import MAX_ERROR_LINE_CHARS, Outcome, classify_result
 from .shell import parse_shell
+from .state import WorkingState, working_state
 from .task import DEFAULT_TASK_CHARS, extract_task
 
 __all__ = [
@@ -47,7 +49,6 @@ __all__ = [
     "MAX_TURN_CHARS",
     "MAX_WHOLE_TURN_CHARS",
     "Constraint",
-    "ExtractedDecision",
     "Facts",
     "FailedCommand",
     "Outcome",
@@ -55,11 +56,12 @@ __all__ = [
     "bash_blocks",
     "classify_result",
     "extract_constraints",
-    "extract_decisions",
     "extract_facts",
     "extract_task",
     "extract_tool_events",
     "is_tool_output",
     "parse_shell",
     "turn_sentences",
+    "working_state",
+    "WorkingState",
 ]

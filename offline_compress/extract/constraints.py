@@ -189,7 +189,8 @@ def extract_constraints(
 ) -> list[Constraint]:
     """Instruction-like sentences/lines of genuine user/system/developer messages, verbatim, deduplicated.
 
-    A user turn after the first exchange (a person steering mid-session) is kept whole, up to
+    Every user turn of up to ``MAX_TURN_CHARS`` (the task too: nothing a person typed is lost) and a user turn after
+    the first exchange (a person steering mid-session) are kept whole, up to
     ``MAX_WHOLE_TURN_CHARS`` (the summary's fit turns one over ``MAX_TURN_CHARS`` into its sentences if the
     constraints outgrow their bound); a longer one gives its sentences like any other message. Order = priority:
     those turns first, then strong markers, then weak ones; ties keep history order. ``mid_session_from``: every
@@ -216,7 +217,9 @@ def extract_constraints(
                 or (mid_session_from is not None and i >= mid_session_from)
             )
         )
-        if mid_session and turn and len(turn) <= MAX_WHOLE_TURN_CHARS:
+        # a person's short turn before the first reply (the task; not a harness's page of instructions): whole too
+        short_turn = msg.role == "user" and len(turn) <= MAX_TURN_CHARS
+        if (mid_session or short_turn) and turn and len(turn) <= MAX_WHOLE_TURN_CHARS:
             # A person steering mid-session is an instruction whatever its wording: the turn whole, word for word
             # (its sentences are in it); so is their answer to the agent's question or their words refusing a call
             # (with the harness's frame of an answer).
@@ -226,7 +229,8 @@ def extract_constraints(
                 start = said[0] if said else text.index(turn)
                 role = "user" if said else msg.role
                 strength = 2 if _strength(turn) == 2 else 1
-                found.append((0, Constraint(text=turn, message_index=i, role=role, start=start, strength=strength)))
+                tier = 0 if mid_session else 1  # the task after the turns that steered it
+                found.append((tier, Constraint(text=turn, message_index=i, role=role, start=start, strength=strength)))
             continue
         if said is not None:
             continue  # over the bound: tool output gives no sentences of its own

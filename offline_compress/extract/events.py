@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..history.conventions import (
     MINI_FORMAT_ERROR,
+    RETURNCODE,
     as_message_list,
     bash_blocks,
     is_tool_output,
@@ -37,6 +38,7 @@ class ToolEvent(BaseModel):
     command: str  # the exact command text, or the exact arguments JSON of a function call, untruncated
     shown: str = ""  # the call as a person reads it, when that differs from ``command`` (``calls.Call.lines``)
     shell: bool = False  # ``command`` is a shell command line
+    read_only: bool = False  # it only reads (a search that finds nothing fails without anything to fix)
     outcome: Outcome | None = None  # None when there is no result
     exit_code: int | None = None
     error_line: str | None = None  # verbatim line of the result that says why (a substring of it)
@@ -82,12 +84,22 @@ def _event(call: _Call, result_index: int | None, result_text: str | None) -> To
         command=call.command,
         shown=call.shown if call.shown != call.command else "",
         shell=call.shell,
+        read_only=call.read_only,
         outcome=outcome,
         exit_code=exit_code,
         error_line=error_line,
         files_read=tuple(unique(call.reads)),
         files_changed=tuple(unique(writes)),
     )
+
+
+def failed(event: ToolEvent) -> bool:
+    """The call failed: an error (or a partial result with a failing exit code), but not a read that found nothing
+    (``grep`` / ``rg`` exiting 1 with no output: an answer, not a problem to solve or to avoid; measured on
+    resume-qa, docs/resume.md)."""
+    if event.outcome != "error" and not (event.outcome == "partial" and event.exit_code not in (None, 0)):
+        return False
+    return not (event.read_only and (not event.error_line or RETURNCODE.fullmatch(event.error_line.strip())))
 
 
 def unique(items: Iterable[str]) -> list[str]:

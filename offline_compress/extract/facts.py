@@ -13,8 +13,8 @@ from ..history.conventions import as_message_list
 from ..history.messages import Message
 from .calls import changed_lines, plan_state
 from .constraints import MAX_CONSTRAINTS, Constraint, extract_constraints
-from .decisions import ExtractedDecision, extract_decisions
-from .events import ToolEvent, extract_tool_events, unique
+from .events import ToolEvent, extract_tool_events, failed, unique
+from .state import WorkingState, working_state
 from .steps import WorkStep, extract_steps
 from .task import DEFAULT_TASK_CHARS, extract_task
 
@@ -46,7 +46,7 @@ class Facts(BaseModel):
     files_read: list[str] = []
     files_changed: list[str] = []
     constraint_candidates: list[Constraint] = []
-    decisions: list[ExtractedDecision] = []
+    state: WorkingState = WorkingState()  # files with their net change, failures and what followed, decisions, ...
     steps: list[WorkStep] = []  # the work log: what the agent said, ran and saw at each call
     # the agent's own latest list of what is done and what is left ((status, item) of its last planning call that
     # wrote one, e.g. TodoWrite); None: no such call
@@ -77,7 +77,7 @@ def extract_facts(
     on is a person steering mid-session, even one that follows the head directly. Pure and deterministic."""
     msgs = as_message_list(messages)
     events = [e for e in extract_tool_events(msgs) if e.call_index >= start]
-    failed = [
+    failures = [
         FailedCommand(
             approach=_approach(e),
             reason_failed=e.error_line or "(no output)",
@@ -87,7 +87,7 @@ def extract_facts(
             target=e.target,
         )
         for e in events
-        if e.outcome == "error" or (e.outcome == "partial" and e.exit_code not in (None, 0))
+        if failed(e)
     ]
     files_read = unique(p for e in events for p in e.files_read)
     changed = [(e.call_index, p) for e in events for p in e.files_changed]
@@ -107,10 +107,10 @@ def extract_facts(
         task=task,
         task_index=task_index,
         tool_events=events,
-        failed_attempts=failed,
+        failed_attempts=failures,
         files_read=files_read,
         files_changed=unique(p for _, p in changed),
         constraint_candidates=constraints,
-        decisions=[d for d in extract_decisions(msgs, events) if d.message_index >= start],
+        state=working_state(msgs, events, start),
         steps=extract_steps(msgs, events),
     )

@@ -208,9 +208,16 @@ def classify_result(
 
 
 def _fallback_line(text: str, body: str, rc_match: re.Match[str] | None) -> str | None:
-    """The last line the command printed, else its return code's tag, else None: an empty output (Codex's
-    ``rg`` that finds nothing, ``{"output": "", "metadata": {"exit_code": 1}}``) has no line to quote."""
-    for line in reversed(body.splitlines()):
-        if line.strip():
-            return _clip_line(line)
+    """The first line that names an error (``npm ERR! code EAI_AGAIN``), else the last line the command printed
+    that is not a harness's exit-code note, else its return code's tag, else None: an empty output (Codex's ``rg``
+    that finds nothing, ``{"output": "", "metadata": {"exit_code": 1}}``) has no line to quote."""
+    lines = [line for line in body.splitlines() if line.strip() and not _EXIT_NOTE.match(line)]
+    named = next((line for line in lines if len(line) <= 2000 and _NAMES_ERROR.search(line)), None)
+    if named or lines:
+        return _clip_line(named or lines[-1])
     return rc_match.group(0) if rc_match else None
+
+
+# a line that says what went wrong, in the words tools print it with (any case), and a harness's exit-code note
+_NAMES_ERROR = re.compile(r"(?i)\b(?:err!?|error|errno|fatal|failed|failure|exception|denied|refused|cannot|unable)\b")
+_EXIT_NOTE = re.compile(r"(?i)^\W*(?:exit code|exit status|process exited with code|command finished with exit code)")

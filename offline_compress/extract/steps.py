@@ -36,9 +36,9 @@ from pydantic import BaseModel, ConfigDict
 
 from ..history.conventions import unwrap_output
 from ..history.messages import Message
-from .decisions import code_lines, prose_sentences
 from .events import ToolEvent
 from .outcomes import Outcome
+from .prose import code_lines, prose_sentences
 
 # Bounds of what is read; the summary's budget then keeps the pieces that add most (pack.py).
 MAX_SAID_SENTENCES = 40

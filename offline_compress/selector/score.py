@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..extract.decisions import SENTENCE_SPLIT, code_lines, prose_sentences
+from ..extract.prose import SENTENCE_SPLIT, code_lines, prose_sentences
 from ..extract.steps import MAX_SAW_LINES, names
 from ..extract.task import extract_task
 from ..history.conventions import is_tool_output

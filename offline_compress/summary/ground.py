@@ -1,9 +1,18 @@
 """Grounding: every sentence the model wrote is checked against the source; what the history does not
 support is dropped, and the run reports how much was kept.
 
-A claim is supported when all of its content words (identifiers, paths, numbers, words of 4+ letters
-that are not function words) occur in the source. This is lexical on purpose: cheap, deterministic, and strict
-about the things a summary must not invent (file names, commands, error names)."""
+Two rules, both lexical on purpose (cheap, deterministic, strict about what a summary must not invent: file names,
+commands, error names, numbers):
+
+- the embedded 270M model's draft (``grounded``): a claim is supported when all of its content words (identifiers,
+  paths, numbers, words of 4+ letters that are not function words) occur in the source; a base model's own wording
+  is mostly noise, so it must hold word for word;
+- a capable model's written state (``holds``): a statement is kept when its names (paths, numbers, code names,
+  proper names) and its `quoted` spans occur in the source, whatever its wording, and dropped when it names
+  something the source does not hold. Measured on a labelled set of written statements
+  (tests/test_written_grounding.py).
+
+Either way an instruction-like item must be supported by trusted (non tool-output) text."""
 
 from __future__ import annotations
 
@@ -69,8 +78,10 @@ class SourceIndex:
     a claim of fact, but a claim that reads as an instruction must be supported by the trusted texts alone."""
 
     def __init__(self, texts: Iterable[str], untrusted: Iterable[str] = ()) -> None:
-        self.trusted_words = _vocabulary(texts)
-        self.words = self.trusted_words | _vocabulary(untrusted)
+        self._trusted_texts, self._untrusted_texts = list(texts), list(untrusted)
+        self.trusted_words = _vocabulary(self._trusted_texts)
+        self.words = self.trusted_words | _vocabulary(self._untrusted_texts)
+        self._joined: dict[tuple[bool, bool], str] = {}  # the source as one text, built on first use (``holds``)
 
     def support(self, claim: str, *, trusted_only: bool = False) -> float:
         words = content_words(claim)
@@ -78,6 +89,91 @@ class SourceIndex:
             return 0.0
         vocabulary = self.trusted_words if trusted_only else self.words
         return sum(1 for w in words if w in vocabulary) / len(words)
+
+    def _source(self, trusted_only: bool, squeezed: bool) -> str:
+        """The source as one lower-cased text (``squeezed``: without whitespace, where quotes are looked up)."""
+        key = (trusted_only, squeezed)
+        if key not in self._joined:
+            texts = self._trusted_texts if trusted_only else self._trusted_texts + self._untrusted_texts
+            joined = "\n".join(texts).lower()
+            self._joined[key] = "".join(joined.split()) if squeezed else joined
+        return self._joined[key]
+
+    def _name_holds(self, name: str, trusted_only: bool) -> bool:
+        """``name`` occurs in the source as a whole name (``app`` in ``App.tsx``, not in ``Apple``; a number in
+        ``15m``, not in ``150``)."""
+        if name.isdigit():
+            pattern = rf"(?<![0-9.]){re.escape(name)}(?![0-9])"
+        else:
+            pattern = rf"(?<![a-z0-9_]){re.escape(name)}(?![a-z0-9_])"
+        return re.search(pattern, self._source(trusted_only, False)) is not None
+
+    def _quote_holds(self, span: str, trusted_only: bool) -> bool:
+        """A quoted span occurs as a whole (``issueToken`` not in ``issueTokens``), case and runs of whitespace
+        aside; one with code in it (punctuation) whitespace aside altogether, as code is wrapped and indented
+        differently; an elided one (``a(...)``) piece by piece."""
+        for piece in _ELLIPSIS.split(span):
+            flat = _collapsed(piece)
+            if len(flat) < 2:
+                continue
+            if self._whole(flat, self._source(trusted_only, False)):
+                continue
+            code = any(not (ch.isalnum() or ch.isspace()) for ch in flat)
+            if not (code and self._whole(_squeezed(piece), self._source(trusted_only, True))):
+                return False
+        return True
+
+    @staticmethod
+    def _whole(text: str, source: str) -> bool:
+        """``text`` occurs in ``source`` and, where it starts or ends with a letter or digit, not inside a word."""
+        before = r"(?<![a-z0-9_])" if text[0].isalnum() else ""
+        after = r"(?![a-z0-9_])" if text[-1].isalnum() else ""
+        return text in source and re.search(before + re.escape(text) + after, source) is not None
+
+    def _number_holds(self, number: str, near: list[str], trusted_only: bool) -> bool:
+        """A small number occurs on a line of the source that shows a word beside it in the statement (its first
+        four letters: "8 tests" by "Tests  8 passed"), so a "9" of a file location does not hold "9 tests"."""
+        text = self._source(trusted_only, False)
+        stems = [w[:4] for w in near]
+        for m in re.finditer(rf"(?<![0-9.]){number}(?![0-9])", text):
+            if not stems:
+                return True
+            line = text[text.rfind("\n", 0, m.start()) + 1 : (text.find("\n", m.end()) + 1 or len(text) + 1) - 1]
+            if any(s in line for s in stems):
+                return True
+        return False
+
+    def holds(self, statement: str, *, directive: bool = False) -> bool:
+        """A capable model's statement is kept when its quoted spans and its names (paths, numbers, code names,
+        proper names: ``statement_names``) occur in the source, whatever its other words; ordinary prose and
+        function words need not occur. A statement whose own words (its quotes are data: an error's "must be
+        used within" is no order) give an order (``_ORDER``) must hold by the trusted texts alone, with at least
+        ``INSTRUCTION_SUPPORT`` of its content words there: tool output may support a fact, never an order.
+        ``directive``: the statement says what to do next (a remaining item, the next step), an order whatever
+        its words, held to the same (a directive in a script without content words to weigh stands on its names).
+        A statement whose own words loop is never kept."""
+        spans, rest = quoted_spans(statement)
+        # a loop of its own words: 6 of them repeated (parallel clauses of ordinary prose repeat 4: "a token that
+        # expires in 15m and a refresh token that expires in 7d")
+        if not statement.strip() or repetitive(rest, 6, skip="§"):
+            return False
+        order = gives_an_order(rest)
+        trusted = order or directive
+        if not all(self._quote_holds(s, trusted) for s in spans):
+            return False
+        counted = counted_numbers(rest)
+        names = statement_names(rest)
+        for name in names:
+            held = (
+                self._number_holds(name, counted[name], trusted) if name in counted else self._name_holds(name, trusted)
+            )
+            if not held:
+                return False
+        if not trusted or (directive and not order and (names or spans)):
+            return True  # what to do next, anchored by names the agent or the people wrote
+        if not content_words(rest):
+            return not order
+        return self.support(rest, trusted_only=True) >= INSTRUCTION_SUPPORT
 
     def grounded(self, claim: str, threshold: float = 1.0, min_words: int = 2) -> bool:
         """Supported, concrete (``min_words`` content words or more) and not a loop of the small model; an
@@ -87,11 +183,117 @@ class SourceIndex:
         return self.support(claim, trusted_only=instruction_like(claim)) >= threshold
 
 
-def repetitive(text: str, n: int = 4) -> bool:
-    """A repeated run of ``n`` words: the signature of a small model looping."""
+def repetitive(text: str, n: int = 4, skip: str | None = None) -> bool:
+    """A repeated run of ``n`` words: the signature of a small model looping (runs holding ``skip`` aside: the mark
+    of a quoted span, which a list of them repeats)."""
     words = text.lower().split()
     grams = [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
+    grams = [g for g in grams if skip is None or skip not in g]
     return len(grams) != len(set(grams))
+
+
+# -- a capable model's statements (the written-state mode): judged by the names they hold, not by their wording ----
+
+# Spans the brief asks to be exact: `backticked`, "quoted" (and the typographic and CJK quotes).
+_QUOTED = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|“([^”\n]+)”|「([^」\n]+)」|『([^』\n]+)』|«([^»\n]+)»")
+_ELLIPSIS = re.compile(r"\.\.\.|…")
+_NAME_TOKEN = re.compile(r"[A-Za-z0-9_$@#~./-][A-Za-z0-9_./:@#%+~$-]*(?:\(\))?")
+_CLAUSE_OPENERS = frozenset(".!?:;([{\"'“‘«*•>-–—|\n")
+_ABBREVIATION = re.compile(r"(?:[a-z]\.)+[a-z]?")  # e.g, i.e: not a dotted name
+_ALTERNATIVES = re.compile(r"[a-z]+/[a-z]+")  # and/or, read/write: words, not a path
+_CAMEL = re.compile(r"[a-z][A-Z]")
+_ACRONYM = re.compile(r"[A-Z][A-Z0-9]+")
+_WRITTEN_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
+# The words of an order, as ``_INSTRUCTION`` without "only" and "instead", which a capable model's account of what
+# happened uses all the time ("used only the installed packages", "ran plain `ipconfig` instead"); "never" and
+# "always" after a form of "be" or "have" tell what was ("was never set"), not what to do.
+_ORDER = re.compile(
+    r"\b(?:must|never|always|do not|don't|should|shall|required?|important|ignore|forbidden|not allowed|make sure|"
+    r"you (?:need|have) to)\b",
+    re.I,
+)
+_WAS = re.compile(r"\b(?:is|are|was|were|be|been|has|have|had)\s+(?:never|always)\b", re.I)
+
+
+def gives_an_order(text: str) -> bool:
+    """A statement's own words give an order (``_ORDER``)."""
+    return _ORDER.search(_WAS.sub(" ", text)) is not None
+
+
+INSTRUCTION_SUPPORT = 0.5  # of an instruction's content words, in the trusted texts (see ``SourceIndex.holds``)
+
+
+def quoted_spans(statement: str) -> tuple[list[str], str]:
+    """(the quoted spans, the statement with each replaced by a mark that is no word)."""
+    spans = [next(g for g in m.groups() if g is not None) for m in _QUOTED.finditer(statement)]
+    return [s.strip() for s in spans if s.strip()], _QUOTED.sub(" § ", statement)
+
+
+def _token_names(token: str, clause_start: bool) -> list[str]:
+    """The names in one token: a path or dotted name, a call ``f()``, a flag, anything with a digit or an
+    underscore, camelCase, an acronym, or a capitalised word inside a clause; lower-cased."""
+    code = token.endswith("()")
+    t = (token[:-2] if code else token).strip(".,;:!?'").rstrip("/")
+    if not t or not any(ch.isalnum() for ch in t):
+        return []
+    if t.startswith("-") and t.lstrip("-")[:1].isalpha():
+        return [t.lower()]  # a command-line flag
+    t = t.strip("-")
+    lower = t.lower()
+    if code or "_" in t or "::" in t or t[0] in "$@#~":
+        return [lower]
+    if "/" in t and not _ALTERNATIVES.fullmatch(lower):
+        return [lower]
+    if "." in t and not _ABBREVIATION.fullmatch(lower):
+        return [lower]
+    if "-" in t or "/" in t:
+        return [n for k, p in enumerate(re.split(r"[-/]", t)) for n in _token_names(p, clause_start and k == 0)]
+    if any(ch.isdigit() for ch in t) or _CAMEL.search(t) or _ACRONYM.fullmatch(t):
+        return [lower]
+    if len(t) > 1 and t[0].isupper() and t[1:].islower() and not clause_start:
+        return [lower]
+    return []
+
+
+def statement_names(text: str) -> list[str]:
+    """The names a statement holds outside its quoted spans (``_token_names``)."""
+    out: list[str] = []
+    for m in _NAME_TOKEN.finditer(text):
+        before = text[: m.start()].rstrip()
+        out += _token_names(m.group(), not before or before[-1] in _CLAUSE_OPENERS)
+    return out
+
+
+def _squeezed(text: str) -> str:
+    return "".join(text.split()).lower()
+
+
+def _collapsed(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+_COUNTED = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.,%/:-]*")
+_FUNCTION_WORDS = frozenset("the and all only about after before than then are was were with from for its".split())
+_LOCATION_WORDS = frozenset("line lines col column row".split())  # "line 183" is shown as "183:" by grep and tracebacks
+
+
+def counted_numbers(text: str) -> dict[str, list[str]]:
+    """The small whole numbers of a statement (under 1000: they occur somewhere in any long source) with the words
+    beside them (the two nearest content words before and after), one of which the source must show on the
+    number's line. A number beside no word (in a script without spaces) or beside "line" is looked up alone."""
+    tokens = [t.rstrip(".,:%") for t in _COUNTED.findall(text)]  # "15m" is a name, not the number 15
+    out: dict[str, list[str]] = {}
+    for k, token in enumerate(tokens):
+        if not token.isdigit() or int(token) >= 1000:
+            continue
+        near = []
+        for side in (tokens[k - 1 :: -1] if k else [], tokens[k + 1 :]):
+            words = [w.lower() for w in side if w.isalpha() and len(w) >= 3]
+            near += [w for w in words if w not in _FUNCTION_WORDS][:2]
+        if any(w in _LOCATION_WORDS for w in near):
+            near = []
+        out.setdefault(token, []).extend(near)
+    return out
 
 
 class GroundingReport(BaseModel):
@@ -127,3 +329,40 @@ def grounded_sentences(text: str, index: SourceIndex, report: GroundingReport, m
     if max_chars is not None and len(text) >= max_chars and sentences and not sentences[-1].endswith((".", "!", "?")):
         sentences = sentences[:-1]
     return " ".join(keep_grounded(sentences, index, report))
+
+
+def keep_written(
+    items: Iterable[str], index: SourceIndex, report: GroundingReport, *, directive: bool = False
+) -> list[str]:
+    """The items of a capable model's state that hold (``SourceIndex.holds``); the others reported dropped."""
+    kept = []
+    for item in items:
+        item = item.strip()
+        if not item:
+            continue
+        report.checked += 1
+        if index.holds(item, directive=directive):
+            report.kept += 1
+            kept.append(item)
+        else:
+            report.dropped.append(item)
+    return kept
+
+
+def written_split(text: str) -> list[str]:
+    """The sentences of a written text (a sentence in a CJK script ends with its own stop), never split inside a
+    quoted span (`ssh ... "x"` holds a full stop)."""
+    text = text.strip()
+    inside = [m.span() for m in _QUOTED.finditer(text)]
+    out, start = [], 0
+    for m in _WRITTEN_SENTENCE.finditer(text):
+        if not any(a < m.start() < b for a, b in inside):
+            out.append(text[start : m.start()])
+            start = m.end()
+    return [s for s in [*out, text[start:]] if s.strip()]
+
+
+def written_sentences(text: str, index: SourceIndex, report: GroundingReport, *, directive: bool = False) -> str:
+    """The sentences of a written text that hold, in order."""
+    kept = keep_written(written_split(text), index, report, directive=directive)
+    return "".join(s if s.endswith(("。", "！", "？")) else s + " " for s in kept).strip()

@@ -1,7 +1,13 @@
-"""Merge: the summary document assembled from the exact facts, the work log, the grounded part of the model's
-draft, and the previous summary (a later compaction adds to it). The task state holds the task, the files
-changed, and the agent's own latest plan (a TodoWrite list, a task tracker's), its items as written with their
-status; a newer plan replaces the previous summary's.
+"""Merge: the summary document assembled from the exact facts and the working state (``extract.state``), the work
+log, the grounded part of the model's draft, and the previous summary (a later compaction adds to it):
+
+- decisions: the agent's words before each edit (its first sentence, then its reason);
+- failed attempts: what failed and why, what the agent said next, and the later run of the same check that passed;
+- the task state: completed = the agent's plan items done and the failures a later run resolved; remaining = the
+  task (unless a constraint holds its turn whole), the plan's open items and the list in the agent's last words to
+  the user; blockers = the newest failures no later run got past (never a read that found nothing);
+- files: each file changed with its net change; the narrative ends with the agent's last words.
+A newer plan replaces the previous summary's items of an older one.
 
 What is kept when there is too much: previous constraints are never dropped (new ones follow them up to the
 schema's bound); a user turn kept whole past ``MAX_TURN_CHARS`` gives way to its instruction sentences only when
@@ -9,11 +15,12 @@ the constraints outgrow their own bound (``Budget.constraint_tokens``, ``turns_w
 Everything else is bounded by the schema's list lengths and, when the caller gives one, by a
 token budget (``fit``): the tool-call entries keep the newest distinct ones that fit in their share of the
 budget (``TOOL_CALLS_SHARE``) and the oldest decisions go first; then the work log is packed into the room left,
-line by line, by the names each line adds (``pack.py``); failed attempts, completed items and the remaining tool
-calls go (oldest first) only if the rest alone is over the budget. Every item a bound drops is counted
-(``clipped_items``); all of them stay in the archive of replaced messages. Before any of that, a call repeated in
-a row with nothing said (a poll) becomes one step of the work log with its count (``pack.collapse_repeats``), the
-previous summary's last step included, so a run that goes on across compactions keeps counting."""
+line by line, by the names each line adds (``pack.py``); only if the rest alone is over the budget, the older
+failures and files lose their detail, then failed attempts, completed items, files and the remaining tool calls go
+(oldest first). Every item a bound drops is counted (``clipped_items``); all of them stay in the archive of replaced
+messages. Before any of that, a call repeated in a row with nothing said (a poll) becomes one step of the work log
+with its count (``pack.collapse_repeats``), the previous summary's last step included, so a run that goes on
+across compactions keeps counting."""
 
 from __future__ import annotations
 
@@ -32,12 +39,11 @@ from ..history.messages import Message
 from ..secrets.redact import redact
 from ..tokens.protocol import CountsTokens
 from . import schema as S
-from .draft import NARRATIVE_MAX_CHARS, Draft
-from .ground import GroundingReport, SourceIndex, grounded_sentences, keep_grounded
+from .draft import Draft
+from .ground import GroundingReport, SourceIndex
+from .intake import model_items
 from .pack import Material, ScoresPieces, clip, collapse_repeats, names, pack, read
-
-BRIDGE_MESSAGES = 2
-BRIDGE_CHARS = 160
+from .written import WrittenState
 
 
 class ClipCounter(Protocol):
@@ -64,19 +70,65 @@ def _latest(items: Sequence[Any], key: Any = None) -> list[Any]:
     return list(reversed(_unique(list(reversed(items)), key)))
 
 
-def bridge_lines(compressed: Sequence[Message]) -> str:
-    """``[assistant] first 160 chars`` of the last two distinct assistant texts in the compressed part: where
-    the agent stood just before the kept messages. The kept messages themselves stay verbatim after the summary,
-    so repeating them here would only cost tokens."""
-    lines: list[str] = []  # newest first, each once (an agent that said the same twice is read once)
-    for m in reversed(compressed):
-        if len(lines) == BRIDGE_MESSAGES:
-            break
-        text = " ".join(m.text.split()) if m.role == "assistant" else ""
-        line = f"[assistant] {redact(text)[:BRIDGE_CHARS]}" if text else ""
-        if line and line not in lines:
-            lines.append(line)
-    return "\n".join(reversed(lines))
+TOLD = 3  # under a tight budget, the newest failures and files that keep their detail
+BLOCKERS = 3  # the newest unresolved failures a task state names as blockers (across compactions)
+
+
+def _failures(facts: Facts) -> list[S.FailedAttempt]:
+    """The failed calls of the summarised part: what was tried, the line that says why, what the agent said next
+    and the later run of the same check that succeeded (``extract.state``)."""
+    after = {f.call_index: f for f in facts.state.failures}
+    out = []
+    for f in facts.failed_attempts:
+        seen = after.get(f.call_index)
+        out.append(
+            S.FailedAttempt(
+                approach=clip(redact(" ".join(f.approach.split())), S.MAX_ITEM_CHARS),
+                reason_failed=clip(redact(" ".join(f.reason_failed.split())), S.MAX_ITEM_CHARS),
+                then=clip(redact(" ".join(seen.then.split())), S.MAX_ITEM_CHARS) if seen else "",
+                resolved_by=clip(redact(seen.resolved_by), S.MAX_ITEM_CHARS) if seen else "",
+            )
+        )
+    return out
+
+
+def _successes(facts: Facts) -> set[str]:
+    return {" ".join(e.command.split()) for e in facts.tool_events if e.outcome == "success"}
+
+
+def _resolved(previous: list[S.FailedAttempt], facts: Facts) -> list[S.FailedAttempt]:
+    """An earlier summary's failures, each marked resolved when the same command succeeded since."""
+    ok = _successes(facts)
+    return [
+        f.model_copy(update={"resolved_by": clip(redact(f.approach), S.MAX_ITEM_CHARS)})
+        if not f.resolved_by and " ".join(f.approach.split()) in ok
+        else f
+        for f in previous
+    ]
+
+
+def _resolved_item(blocker: str, facts: Facts) -> bool:
+    """An earlier blocker whose failure a run of the same check has since resolved."""
+    return any(f.resolved_by and " ".join(f.error.split()) == blocker for f in facts.state.failures)
+
+
+def _files(previous: Sequence[S.FileChange], changed: Sequence[Any]) -> list[S.FileChange]:
+    """The earlier summary's files, updated with the net changes of the part summarised now (``FileState``)."""
+    out = {f.path: f for f in previous}
+    for f in changed:
+        old = out.pop(f.path, None)
+        now = [clip(redact(x), S.MAX_SAW_CHARS) for x in f.now]
+        change = f.change
+        if old is not None:
+            now = [*old.now, *now] if f.change == "modified" else now
+            change = "created" if old.change == "created" and change != "deleted" else change
+        out[f.path] = S.FileChange(
+            path=clip(redact(f.path), S.MAX_TARGET_CHARS),
+            change=change,
+            now=now[-S.MAX_FILE_LINES :],
+            edits=f.edits + (old.edits if old else 0),
+        )
+    return list(out.values())
 
 
 def _bounded(items: list[Any], limit: int, stats: ClipCounter, *, keep: str = "newest") -> list[Any]:
@@ -147,7 +199,11 @@ def _from_a_plan(item: str) -> bool:
 
 
 def merge(
-    sources: Sources, draft: Draft, report: GroundingReport, stats: ClipCounter, budget: Budget | None = None
+    sources: Sources,
+    draft: Draft | WrittenState,
+    report: GroundingReport,
+    stats: ClipCounter,
+    budget: Budget | None = None,
 ) -> S.CompressedContext:
     """Assemble the document: exact facts as they are, model items only where grounded, the previous
     summary's items first (a later compaction adds, it does not forget), then fit it to ``budget``."""
@@ -155,36 +211,36 @@ def merge(
 
 
 def merge_carried(
-    sources: Sources, draft: Draft, report: GroundingReport, stats: ClipCounter, budget: Budget | None = None
+    sources: Sources,
+    draft: Draft | WrittenState,
+    report: GroundingReport,
+    stats: ClipCounter,
+    budget: Budget | None = None,
 ) -> tuple[S.CompressedContext, S.CompressedContext]:
     """``merge``'s document, and the one a later compaction merges instead (``carried``): fitted to the same budget,
     but a work-log line whose names only the messages kept verbatim or the narrative show stays in it. Those go:
     the kept messages are summarised at the next compaction, from their own lines, and its narrative is new; a
     line left out for them would be lost for good (docs/replay.md, "What a later compaction merges")."""
-    facts, compressed, index = sources.facts, sources.compressed, sources.index
+    facts, index = sources.facts, sources.index
     prev = sources.previous or S.CompressedContext()
     new = [c for c in (redact(c.text) for c in facts.constraint_candidates) if len(c) <= S.MAX_CONSTRAINT_CHARS]
     constraints = _unique(list(prev.user_constraints) + new)  # previous first: a bound keeps them
 
+    state = facts.state
+    # the model's part, grounded (intake.py says where each of its fields goes)
+    model = model_items(draft, index, report, len(facts.failed_attempts))
     decisions = list(prev.decisions) + [
         S.Decision(
             decision=clip(redact(d.decision), S.MAX_ITEM_CHARS), rationale=clip(redact(d.rationale), S.MAX_ITEM_CHARS)
         )
-        for d in facts.decisions
+        for d in ([] if model.replaces_decisions else state.decisions)
     ]
-    for d in draft.decisions:
-        if keep_grounded([d.decision], index, report):
-            rationale = keep_grounded([d.rationale], index, report)
-            decisions.append(
-                S.Decision(decision=redact(d.decision), rationale=redact(rationale[0]) if rationale else "")
-            )
-    failed = list(prev.failed_attempts) + [
-        S.FailedAttempt(
-            approach=clip(redact(" ".join(f.approach.split())), S.MAX_ITEM_CHARS),
-            reason_failed=clip(redact(" ".join(f.reason_failed.split())), S.MAX_ITEM_CHARS),
-        )
-        for f in facts.failed_attempts
+    decisions += model.decisions
+    failures = [
+        f.model_copy(update={"then": model.reasons[n]}) if n in model.reasons else f
+        for n, f in enumerate(_failures(facts), start=1)
     ]
+    failed = _resolved(list(prev.failed_attempts), facts) + failures
     calls = list(prev.tool_calls_summary) + [
         S.ToolCallSummary(
             tool=clip(redact(e.tool), S.MAX_TOOL_CHARS),
@@ -193,21 +249,31 @@ def merge_carried(
         )
         for e in facts.tool_events
     ]
-    state = draft.task_state
     done, left = plan_items(facts.plan)
     superseded = _from_a_plan if facts.plan is not None else lambda _: False  # a newer list replaces the older one
-    completed = [x for x in prev.task_state.completed if not superseded(x)] + [
-        clip(f"changed {redact(path)}", S.MAX_ITEM_CHARS) for path in facts.files_changed
-    ]
-    completed += done + [redact(x) for x in keep_grounded(state.completed, index, report)]
-    task = [clip("Task: " + redact(" ".join(facts.task.split())), S.MAX_ITEM_CHARS)] if facts.task.strip() else []
+    completed = [x for x in prev.task_state.completed if not superseded(x)] + done
+    completed += model.completed
+    # the task, unless the constraints hold its turn whole already
+    whole = any(
+        c.message_index == facts.task_index and facts.task.strip() in c.text for c in facts.constraint_candidates
+    )
+    task = (
+        [clip("Task: " + redact(" ".join(facts.task.split())), S.MAX_ITEM_CHARS)]
+        if facts.task.strip() and not whole
+        else []
+    )
     remaining = (
         [x for x in prev.task_state.remaining if not superseded(x)]
         + task
         + left
-        + [redact(x) for x in keep_grounded(state.remaining, index, report)]
+        + [clip(redact(x), S.MAX_ITEM_CHARS) for x in state.open_items]
+        + model.remaining
     )
-    blockers = list(prev.task_state.blockers) + [redact(x) for x in keep_grounded(state.blockers, index, report)]
+    # blockers: the failures of the summarised part whose check no later run got past (not a failed read)
+    open_failures = [f for f in state.failures if not f.passed and not f.probe and f.error]
+    blockers = [x for x in prev.task_state.blockers if not _resolved_item(x, facts)]
+    blockers += [clip(redact(" ".join(f.error.split())), S.MAX_ITEM_CHARS) for f in open_failures]
+    blockers = _latest(blockers)[-BLOCKERS:] + model.blockers
     material = _bounded(
         _latest(
             collapse_repeats([Material.of_step(s) for s in prev.work_log] + [_material(s) for s in facts.steps]),
@@ -217,9 +283,9 @@ def merge_carried(
         stats,
     )
 
-    narrative = redact(grounded_sentences(draft.recent_narrative, index, report, NARRATIVE_MAX_CHARS))
-    tail = bridge_lines(compressed)
-    full_narrative = "\n".join(part for part in (narrative, tail) if part)
+    narrative = model.narrative
+    last_words = "\n".join(f"[assistant] {redact(' '.join(w.split()))}" for w in state.last_words)
+    full_narrative = "\n".join(part for part in (narrative, last_words) if part)
     doc = S.CompressedContext(
         user_constraints=_bounded(constraints, S.MAX_CONSTRAINTS, stats, keep="first"),
         decisions=_bounded(_latest(decisions), S.MAX_DECISIONS, stats),
@@ -231,6 +297,7 @@ def merge_carried(
             remaining=_bounded(_unique(remaining), S.MAX_STATE_ITEMS, stats, keep="first"),
             blockers=_bounded(_latest(blockers), S.MAX_STATE_ITEMS, stats),
         ),
+        files=_bounded(_files(prev.files, state.files), S.MAX_FILES, stats),
         work_log=[m.whole() for m in material],
     )
     if budget is None:
@@ -293,6 +360,7 @@ def fit(
         "decisions": list(doc.decisions),
         "failed_attempts": list(doc.failed_attempts),
         "completed": list(doc.task_state.completed),
+        "files": list(doc.files),
     }
 
     def build(work_log: list[S.Step]) -> S.CompressedContext:
@@ -303,6 +371,7 @@ def fit(
                 "work_log": work_log,
                 "failed_attempts": lists["failed_attempts"],
                 "task_state": doc.task_state.model_copy(update={"completed": lists["completed"]}),
+                "files": lists["files"],
             }
         )
 
@@ -323,12 +392,22 @@ def fit(
     share = TOOL_CALLS_SHARE if budget.tool_calls_share is None else budget.tool_calls_share
     reserve = int(share * budget_tokens) if calls else 0
     total = count_text(build(list(doc.work_log)).to_json())
+    # the decisions go first (the work log says the same words with what was done; measured on resume-qa,
+    # docs/resume.md), then the work log fills the room the rest leaves; when the rest alone is over, the oldest
+    # completed items, failures and files go
     if drop_oldest(("decisions",), total) <= budget_tokens - reserve:
         work_log = list(doc.work_log)
     else:
         base = count_text(build([]).to_json())
-        if base > budget_tokens - reserve:  # the rest alone is over: failed attempts and completed items go too
-            base = drop_oldest(("failed_attempts", "completed"), base + reserve) - reserve
+        if base > budget_tokens - reserve:
+            # the rest alone is over (a small window, a long run): the older failures and files say less first
+            # (what failed and why, which file changed how; the rest is in the archive), then the oldest go
+            failed, files = lists["failed_attempts"], lists["files"]
+            lean = {"then": "", "resolved_by": ""}
+            lists["failed_attempts"] = [f.model_copy(update=lean) for f in failed[:-TOLD]] + failed[-TOLD:]
+            lists["files"] = [f.model_copy(update={"now": []}) for f in files[:-TOLD]] + files[-TOLD:]
+            base = count_text(build([]).to_json())
+            drop_oldest(("completed", "failed_attempts", "files"), base + reserve)
         known = _shown(build([]), known, lasting)  # what the rest of the document says is not paid twice
         work_log = _packed(read(steps, budget.counter, selector), budget_tokens - reserve, budget, known, build)
     stats.clipped_items += len(steps) - len(work_log)
@@ -353,7 +432,10 @@ def turns_within(
     turn). A user's words are never dropped otherwise: constraints within the bound, or with no long turn left,
     stay as they are."""
     constraints = list(doc.user_constraints)
-    if not any(len(c) > MAX_TURN_CHARS for c in constraints):
+    # a bound of 0 (a history that must shrink: ``CompactionHook.compact(must_shrink=True)``, the last resort) lets
+    # a turn of any length give way; the turns stay in the archive
+    whole = 0 if bound <= 0 else MAX_TURN_CHARS
+    if not any(len(c) > whole for c in constraints):
         return doc  # the common case: nothing to give way
     costs: dict[str, int] = {}  # each item is counted once, however many turns are split
 
@@ -366,7 +448,7 @@ def turns_within(
     pieces: list[str] = []
     # only what the schema's bound on their number keeps is counted (the rest is dropped below)
     while tokens(constraints) + tokens(pieces[: max(0, S.MAX_CONSTRAINTS - len(constraints))]) > bound:
-        long = [k for k, c in enumerate(constraints) if len(c) > MAX_TURN_CHARS]
+        long = [k for k, c in enumerate(constraints) if len(c) > whole]
         if not long:
             break
         k = max(long, key=lambda k: (len(constraints[k]), -k))  # the longest (the oldest of equal ones)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from ..extract.calls import ADDED_LINE, REMOVED_LINE
-from ..extract.decisions import SENTENCE_SPLIT
+from ..extract.prose import SENTENCE_SPLIT
 from ..extract.steps import MAX_SAW_LINES
 from ..extract.steps import names as reused_names
 from ..tokens.protocol import CountsTokens

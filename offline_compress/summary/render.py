@@ -56,6 +56,7 @@ class _Field:
     many: bool = False  # a list of strings: one labelled line per element
     optional: bool = False  # left out when empty (reads back as the schema's default)
     with_outcome: bool = False  # the item's outcome rides on this field's label: "ran (error): ..."
+    lines: bool = False  # a list of one-line strings, written as one value of several lines (one label)
 
 
 @dataclass(frozen=True)
@@ -80,13 +81,29 @@ SECTIONS: tuple[_Section, ...] = (
         "Failed attempts",
         ("failed_attempts",),
         "objects",
-        (_Field("approach", None), _Field("reason_failed", "failed")),
+        (
+            _Field("approach", None),
+            _Field("reason_failed", "failed"),
+            _Field("then", "then", optional=True),
+            _Field("resolved_by", "resolved by", optional=True),
+        ),
     ),
     _Section("Tool calls", ("tool_calls_summary",), "tool_calls", _TOOL),
     _Section("Recent narrative", ("recent_narrative",), "text"),
     _Section("Completed", ("task_state", "completed"), "strings"),
     _Section("Remaining", ("task_state", "remaining"), "strings"),
     _Section("Blockers", ("task_state", "blockers"), "strings"),
+    _Section(
+        "Files",
+        ("files",),
+        "objects",
+        (
+            _Field("path", None),
+            _Field("change", "change"),
+            _Field("now", "now", many=True, optional=True, lines=True),
+            _Field("edits", "edits", optional=True),
+        ),
+    ),
     _Section("Work log", ("work_log",), "objects", _STEP),
 )
 _BY_TITLE = {f"## {s.title}": s for s in SECTIONS}
@@ -110,6 +127,9 @@ def _item(fields: tuple[_Field, ...], data: dict[str, Any]) -> list[str]:
         values = data.get(field.key, []) if field.many else [data.get(field.key, "")]  # empty keys are left out
         if field.optional and values == ([] if field.many else [""]):
             continue
+        values = [str(v) for v in values]  # a count (a file's edits) reads back as the number it was
+        if field.lines:
+            values = ["\n".join(values)]
         for value in values:
             bullet = "  " if lines else "- "
             label = "" if field.label is None else field.label
@@ -203,7 +223,9 @@ def _object_item(section: _Section, item: list[tuple[int, str]]) -> dict[str, An
         if current is None:
             return
         text = "\n".join(parts)
-        if current.many:
+        if current.lines:
+            data[current.key] += text.split("\n")
+        elif current.many:
             data[current.key].append(text)
         elif current.key in data:
             raise MarkdownSummaryError(f"{section.title}: field {current.label!r} given twice in one item")

@@ -32,6 +32,8 @@ MAX_RAN_CHARS = 3000
 MAX_SAW_LINES = 20
 MAX_SAW_CHARS = 240
 MAX_STEP_TIMES = 100_000  # a step run this many times in a row (a poll) is still one step
+MAX_FILES = 40
+MAX_FILE_LINES = 12
 
 Item = Annotated[str, Field(max_length=MAX_ITEM_CHARS)]
 
@@ -45,9 +47,33 @@ class Decision(_Strict):
     rationale: Item
 
 
-class FailedAttempt(_Strict):
+class _Sparse(_Strict):
+    """A model whose fields at their default are left out of its JSON (and read back as them): a summary has
+    dozens of items, and each empty key would cost it tokens."""
+
+    @model_serializer(mode="wrap")
+    def _without_empty(self, handler: Any) -> dict[str, Any]:
+        defaults = {k: f.default for k, f in type(self).model_fields.items() if not f.is_required()}
+        return {k: v for k, v in handler(self).items() if k not in defaults or v != defaults[k]}
+
+
+class FailedAttempt(_Sparse):
     approach: Item
     reason_failed: Item
+    then: Item = ""  # what the agent said next, in its own words
+    resolved_by: Item = ""  # the later run of the same check that succeeded ("" : not resolved)
+
+
+class FileChange(_Sparse):
+    """A file the summarised messages changed, with its net change: the lines its edits added that no later edit
+    removed (or the command that changed it, when the change is not shown)."""
+
+    path: Annotated[str, Field(max_length=MAX_TARGET_CHARS)]
+    change: Literal["created", "modified", "deleted"]
+    now: Annotated[
+        list[Annotated[str, Field(max_length=MAX_SAW_CHARS, pattern=r"^[^\n]*$")]], Field(max_length=MAX_FILE_LINES)
+    ] = []  # one line each
+    edits: Annotated[int, Field(ge=1)] = 1
 
 
 class ToolCallSummary(_Strict):
@@ -62,7 +88,7 @@ class TaskState(_Strict):
     blockers: Annotated[list[Item], Field(max_length=MAX_STATE_ITEMS)] = []
 
 
-class Step(_Strict):
+class Step(_Sparse):
     """One call of the work log, verbatim: what the agent said about it (and code it quoted), what it ran,
     what it saw, and its outcome (success unless the document says otherwise)."""
 
@@ -74,16 +100,6 @@ class Step(_Strict):
     # The same call run this many times in a row with this outcome (an agent polling a background job, retrying a
     # command), the later runs with nothing said: one step, not a page of identical ones (``pack.collapse_repeats``).
     times: Annotated[int, Field(ge=1, le=MAX_STEP_TIMES)] = 1
-
-    @model_serializer(mode="wrap")
-    def _without_empty(self, handler: Any) -> dict[str, Any]:
-        # A key at its default (an empty said / code / saw, outcome success, times 1) is left out and reads back
-        # as it: a work log has dozens of steps, and each such key would cost a summary 4 to 8 tokens. The steps
-        # that failed or half-failed still say so.
-        return {k: v for k, v in handler(self).items() if k not in _STEP_DEFAULTS or v != _STEP_DEFAULTS[k]}
-
-
-_STEP_DEFAULTS: dict[str, Any] = {k: f.default for k, f in Step.model_fields.items() if not f.is_required()}
 
 
 class CompressedContext(_Strict):
@@ -97,7 +113,9 @@ class CompressedContext(_Strict):
     tool_calls_summary: Annotated[list[ToolCallSummary], Field(max_length=MAX_TOOL_CALLS)] = []
     recent_narrative: Annotated[str, Field(max_length=MAX_NARRATIVE_CHARS)] = ""
     task_state: TaskState = TaskState()
-    # Added after the seed's six fields (which stay as they were): the verbatim work log, oldest step first.
+    # Added after the seed's six fields (which stay as they were): the files changed with their net change, and the
+    # verbatim work log, oldest step first.
+    files: Annotated[list[FileChange], Field(max_length=MAX_FILES)] = []
     work_log: Annotated[list[Step], Field(max_length=MAX_STEPS)] = Field(
         default=[], description="What the agent said, ran and saw at each step, verbatim, oldest first."
     )

@@ -1,0 +1,155 @@
+"""The written-state mode end to end, offline and deterministic: the prompt, the constrained output (recorded
+completions written by a capable model, validated), grounding, the merge, and the hook, on three fixture histories
+(the seed's session in Japanese, a mini-swe-agent run written in two parts, a Claude Code session).
+
+The completions are in ``tests/written/recordings.json`` (who wrote them is in the file). A prompt change changes
+its digest: run these tests with ``OFFLINE_COMPRESS_EXPORT=DIR`` to export the new prompts for a writer, then
+``python -m offline_compress.engine.recorded import DIR tests/written/recordings.json --writer "..."``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from seed_scenario import WORDS, history
+
+from offline_compress import CompactionHook, Compressor
+from offline_compress.engine.recorded import RecordedBackend, load_recordings
+from offline_compress.formats import load_history
+from offline_compress.summary.intake import NEXT_STEP
+from offline_compress.summary.message import parse_summary_message
+from offline_compress.summary.written import WrittenState
+
+FIXTURES = Path(__file__).parent / "fixtures"
+RECORDINGS = Path(__file__).parent / "written" / "recordings.json"
+DJANGO = FIXTURES / "mini-swe-agent" / "django__django-11163.traj.json"
+CLAUDE = FIXTURES / "claude-code" / "97b0ffde-ece9-4977-91cb-5c8cdeabdf3f.jsonl.gz"
+SPLIT = {"n_ctx": 5000, "max_tokens": 1024}  # the django run's region does not fit: written in two parts
+
+
+class Calls(RecordedBackend):
+    """The recorded backend, keeping the suffix of each prompt it was asked."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.suffixes: list[str] = []
+
+    def generate(self, prefix: str, suffix: str, *args: Any, **kwargs: Any) -> Any:
+        self.suffixes.append(suffix)
+        return super().generate(prefix, suffix, *args, **kwargs)
+
+
+def backend(n_ctx: int = 32_768) -> Calls:
+    return Calls(RECORDINGS, export_to=os.environ.get("OFFLINE_COMPRESS_EXPORT") or None, n_ctx=n_ctx)
+
+
+def written(history_: Any, *, n_ctx: int = 32_768, max_tokens: int = 2048) -> Any:
+    compressor = Compressor(backend=backend(n_ctx), written=True, max_tokens=max_tokens, summary_tokens=None)
+    return compressor, compressor.compress_detailed(history_, keep_first=None, keep_last=5)
+
+
+def extractive(history_: Any) -> Any:
+    return Compressor(summary_tokens=None).compress_detailed(history_, keep_first=None, keep_last=5).context
+
+
+def exact_fields(context: Any) -> dict[str, Any]:
+    """What is read exactly: never re-typed by the model (the failures' ``then`` aside, which its reasons fill).
+    Compared without a token budget: within one, the work log leaves out lines whose names the rest of the summary
+    shows (merge.fit), the model's sentences included."""
+    doc = json.loads(context.to_json())
+    doc["failed_attempts"] = [{k: v for k, v in f.items() if k != "then"} for f in doc["failed_attempts"]]
+    for k in ("decisions", "recent_narrative", "task_state"):
+        doc.pop(k, None)
+    return doc
+
+
+def test_the_recordings_are_valid_written_states_and_say_who_wrote_them():
+    data = load_recordings(RECORDINGS)
+    assert "acting as the recorded writer" in data["about"]
+    assert len(data["recordings"]) == 4
+    for entry in data["recordings"].values():
+        WrittenState.model_validate(entry["completion"])
+        assert "acting as the recorded writer" in entry["writer"]
+        assert entry["prompt_tokens"] > entry["completion_tokens"] > 0
+
+
+def test_the_seed_session_in_japanese_is_written_and_grounded():
+    """The model's decisions replace the positional ones, its failure reasons fill ``then``, its narrative and next
+    step lead the narrative; every user turn, file, error and step stays as the extractor read it."""
+    compressor, result = written(history("ja"))
+    stats, summary = result.stats, result.context
+    assert (stats.draft_valid, stats.fallback, stats.parts, stats.attempts) == (True, None, 1, 1)
+    assert stats.backend == compressor.backend.name and stats.prompt_tokens > 1000 and stats.generated_tokens > 100
+    assert result.grounding.dropped == [] and result.grounding.kept > 10  # a capable writer's true statements hold
+    assert exact_fields(summary) == exact_fields(extractive(history("ja")))
+    words = WORDS["ja"]
+    assert words["mid_user"] in summary.user_constraints
+    cookie = [d for d in summary.decisions if "httpOnly" in d.decision]
+    assert len(cookie) == 1 and "XSS" in cookie[0].rationale
+    assert not any(d.decision == "App.tsx で useAuth を使ってログイン状態を表示します。" for d in summary.decisions)
+    [install, tests] = summary.failed_attempts
+    assert install.reason_failed == "npm ERR! code EAI_AGAIN" and "ネットワーク" in install.then
+    assert "AuthProvider" in tests.then and tests.resolved_by
+    narrative = summary.recent_narrative
+    assert narrative.startswith("エージェントは `package.json` を確認し") and NEXT_STEP in narrative
+    assert narrative.index(NEXT_STEP) < narrative.index("[assistant]")  # the agent's last words follow, exact
+    assert "ログアウト処理（ログアウト後はトップページにリダイレクトする）" in summary.task_state.remaining
+
+
+def test_the_hook_compacts_with_the_written_state(tmp_path):
+    """CompactionHook(compressor=Compressor(backend=RecordedBackend(...), written=True)) on the Claude Code session:
+    the same prompt as the compressor's below (the hook keeps the head and the last 5), so the same recording. (The
+    seed session is too short to compact: its summary would not be smaller.)"""
+    compressor = Compressor(backend=backend(), written=True)
+    with CompactionHook(32_768, compressor=compressor, archive_path=tmp_path / "a.sqlite3") as hook:
+        out = hook.compact(load_history(CLAUDE))
+        [metrics] = hook.metrics
+    assert metrics.outcome == "compacted" and metrics.tokens_after < metrics.tokens_before / 2
+    assert metrics.groundedness == 20 / 21  # the template quote dropped (below)
+    summary = parse_summary_message(next(m for m in _messages(out) if m.text.startswith("[CONTEXT_SUMMARY]")))
+    assert summary is not None
+    assert any("ipconfig" in d.decision for d in summary.decisions)
+    assert any("BashOutput" in f.then for f in summary.failed_attempts)
+    assert "I want you to figureout the router address and ssh into it" in summary.user_constraints
+
+
+def _messages(raw: list[Any]) -> list[Any]:
+    from offline_compress.history.messages import as_messages
+
+    return as_messages(raw)
+
+
+def test_a_region_over_the_window_is_written_in_parts_each_carried_into_the_next():
+    compressor, result = written(load_history(DJANGO), **SPLIT)
+    stats = result.stats
+    assert (stats.draft_valid, stats.fallback, stats.parts, stats.attempts) == (True, None, 2, 2)
+    first, second = compressor.backend.suffixes
+    assert "(part 1 of 2)" in first and "(part 2 of 2)" in second and "## State written from parts 1-1 of 2" in second
+    carried = second.split("## State written from parts 1-1 of 2\n", 1)[1].split("\n", 1)[0]
+    WrittenState.model_validate_json(carried)  # part 1's state, as the model wrote it, in part 2's prompt
+    assert stats.prompt_tokens == sum(compressor.backend.count(compressor.prefix + s) + 1 for s in (first, second))
+    assert result.grounding.dropped == []
+    assert exact_fields(result.context) == exact_fields(extractive(load_history(DJANGO)))
+    assert len(result.context.decisions) == 4 and "check_fields_for_model.py" in result.context.recent_narrative
+
+
+def test_a_claude_code_session_is_written_in_one_part():
+    compressor, result = written(load_history(CLAUDE))
+    assert (result.stats.draft_valid, result.stats.parts) == (True, 1)
+    # the one statement dropped quotes a template, not the log's text (`ssh root@[REDACTED_IP] "<command>"`)
+    [dropped] = result.grounding.dropped
+    assert '"<command>"`' in dropped
+    assert exact_fields(result.context) == exact_fields(extractive(load_history(CLAUDE)))
+    assert result.context.decisions and result.context.task_state.remaining
+
+
+@pytest.mark.parametrize("name", ["seed-ja", "django", "claude-code"])
+def test_the_written_summary_is_a_valid_compressed_context(name):
+    history_ = {"seed-ja": history("ja"), "django": load_history(DJANGO), "claude-code": load_history(CLAUDE)}[name]
+    _, result = written(history_, **(SPLIT if name == "django" else {}))
+    from offline_compress.summary.schema import CompressedContext
+
+    assert CompressedContext.model_validate_json(result.context.to_json()) == result.context
