@@ -36,8 +36,10 @@ from offline_compress.hook import (
     DEFAULT_SUMMARY_RATIO,
     DEFAULT_SUMMARY_ROOM,
 )
+from offline_compress.summary.harder import KEEP_SHARE
 
 from . import probes as P
+from .churn import ChurnRecorder, aggregate_churn, format_churn
 from .strategies import FAST_STRATEGIES, HOOKED, STRATEGIES, Context, HookReplay, full, mask, truncate
 
 DEFAULT_WINDOWS = (8192, 16384, 32768)
@@ -100,6 +102,7 @@ class Replayer:
         seed_only_cached: bool = False,
         counter: Any = None,
         hook_options: dict[str, Any] | None = None,
+        churn_only: bool = False,
     ) -> None:
         from offline_compress.compressor import Compressor
         from offline_compress.tokens.counter import get_counter
@@ -119,6 +122,8 @@ class Replayer:
         self.seed = seed
         self.seed_only_cached = seed_only_cached
         self.hook_options = dict(hook_options or {})
+        self.churn_only = churn_only  # step the points' hook and meter its prefill only (``churn.py``), no scoring
+        self.last_churn: dict[str, Any] | None = None  # the last ``replay``'s churn record
 
     @property
     def model(self) -> Any:
@@ -147,9 +152,11 @@ class Replayer:
         driver = HookReplay(
             self.compressor_for(self.points_from), window, self.counter, self.keep_last, **self.hook_options
         )
-        driven = driver.run(messages, archive_path=archives[self.points_from])
+        churn = ChurnRecorder(self.counter, window)
+        driven = driver.run(messages, archive_path=archives[self.points_from], on_step=churn.on_step)
+        self.last_churn = churn.result()
         steps = sorted(driven)
-        if not steps:
+        if not steps or self.churn_only:
             return []
         hooked: dict[str, dict[int, Context]] = {self.points_from: driven}
         for name in HOOKED:
@@ -578,6 +585,8 @@ def run_replay(
             entry["tokens"] = replayer.counter.count(messages)
             for window in replayer.windows:
                 entry["points"] += replayer.replay(messages, window)
+                if replayer.last_churn is not None:
+                    entry.setdefault("churn", []).append(replayer.last_churn)
         except (OfflineCompressError, ValueError, KeyError, TypeError, RecursionError) as err:
             entry["error"] = f"{type(err).__name__}: {err}"[:300]
             note(f"{f}: not replayed ({entry['error']})")
@@ -597,6 +606,7 @@ def run_replay(
                     paired(subset, replayer.strategies, replayer.windows) if "mask" in replayer.strategies else []
                 )
                 + _selector_pairs(subset, replayer.strategies, replayer.windows),
+                "churn": aggregate_churn(subset, replayer.windows),
             }
     return {
         "windows": replayer.windows,
@@ -608,6 +618,7 @@ def run_replay(
         "aggregate": rows,
         "paired": pairs,
         "by_harness": by_harness,
+        "churn": aggregate_churn(trajectories, replayer.windows),
         "trajectories": trajectories,
     }
 
@@ -655,7 +666,7 @@ def cmd_ab_replay(args: argparse.Namespace) -> int:
         _note("loading the model and compiling the grammar (once)")
         model = Compressor(args.model or DEFAULT_MODEL, keep_last=args.keep_last, n_threads=args.threads)
     replayer = Replayer(
-        args.strategies,
+        [args.points_from] if args.churn_only else args.strategies,
         windows=args.context,
         keep_last=args.keep_last,
         points_from=args.points_from,
@@ -668,8 +679,15 @@ def cmd_ab_replay(args: argparse.Namespace) -> int:
             "summary_max_tokens": args.summary_max_tokens,
             "summary_ratio": args.summary_ratio,
             "summary_room": args.summary_room,
-            "trigger": TriggerConfig(token_fraction=args.token_fraction),
+            "target_fraction": args.target_fraction,
+            "summary_keep_share": args.summary_keep_share,
+            "trigger": TriggerConfig(
+                token_fraction=args.token_fraction,
+                tool_event_fraction=args.tool_event_fraction,
+                turn_limit=args.turn_limit,
+            ),
         },
+        churn_only=args.churn_only,
     )
     report = run_replay(args.paths, split=args.split, limit=args.limit, replayer=replayer)
     for t in report["trajectories"]:
@@ -677,14 +695,20 @@ def cmd_ab_replay(args: argparse.Namespace) -> int:
             sys.stdout.write(f"not replayed: {t['path']}: {t['error']}\n")
     for harness, part in report["by_harness"].items():
         sys.stdout.write(f"\n== {harness} ({part['trajectories']} trajectories)\n")
-        sys.stdout.write(format_table(part["aggregate"], legend=False) + "\n")
+        if part["aggregate"]:
+            sys.stdout.write(format_table(part["aggregate"], legend=False) + "\n")
         if part["paired"]:
             sys.stdout.write(format_paired(part["paired"]) + "\n")
+        if part["churn"]:
+            sys.stdout.write(format_churn(part["churn"], legend=False) + "\n")
     if report["by_harness"]:
         sys.stdout.write("\n== all harnesses, pooled\n")
-    sys.stdout.write(format_table(report["aggregate"]) + "\n")
+    if report["aggregate"]:
+        sys.stdout.write(format_table(report["aggregate"]) + "\n")
     if report["paired"]:
         sys.stdout.write("\n" + format_paired(report["paired"]) + "\n")
+    if report["churn"]:
+        sys.stdout.write("\n" + format_churn(report["churn"]) + "\n")
     if args.json:
         from offline_compress.files import write_atomic
 
@@ -694,6 +718,14 @@ def cmd_ab_replay(args: argparse.Namespace) -> int:
         write_chart(report["aggregate"], Path(args.chart))
         _note(f"wrote {args.chart}")
     return 0
+
+
+def _off_or(kind: Any) -> Any:
+    return lambda text: None if text.strip().lower() in ("off", "none") else kind(text)
+
+
+def _shown(value: Any) -> str:
+    return "off" if value is None else str(value)
 
 
 def add_ab_replay_parser(sub: Any) -> argparse.ArgumentParser:
@@ -765,6 +797,40 @@ def add_ab_replay_parser(sub: Any) -> argparse.ArgumentParser:
         default=TriggerConfig().token_fraction,
         help="the trigger's token_fraction: compact when the history holds more than this share of the window "
         f"(default {TriggerConfig().token_fraction}, the hook's own)",
+    )
+    p.add_argument(
+        "--target-fraction",
+        type=float,
+        default=None,
+        help="the hook's target_fraction: the share of the window a compaction aims under (default: the hook's own, "
+        "scaled to a lower trigger)",
+    )
+    p.add_argument(
+        "--summary-keep-share",
+        type=float,
+        default=KEEP_SHARE,
+        help="the hook's summary_keep_share: a summary cut toward the target keeps at least this share of itself "
+        f"(default {KEEP_SHARE}, the hook's own: cut only to get under the trigger)",
+    )
+    p.add_argument(
+        "--tool-event-fraction",
+        type=_off_or(float),
+        default=TriggerConfig().tool_event_fraction,
+        help="the trigger's tool_event_fraction: compact above this share after a heavy tool's result ('off': never; "
+        f"default {_shown(TriggerConfig().tool_event_fraction)}, the hook's own)",
+    )
+    p.add_argument(
+        "--turn-limit",
+        type=_off_or(int),
+        default=TriggerConfig().turn_limit,
+        help="the trigger's turn_limit: compact after this many steps since the last compaction ('off': never; "
+        f"default {_shown(TriggerConfig().turn_limit)}, the hook's own)",
+    )
+    p.add_argument(
+        "--churn-only",
+        action="store_true",
+        help="only step the points' hook (extract) and print what the agent's model must prefill with prefix "
+        'caching, compactions and steps between them (docs/replay.md, "Compaction churn"); no scoring',
     )
     p.add_argument("--model", help="compressor model (manifest name or .gguf; default the embedded Gemma)")
     p.add_argument("--threads", type=int, default=None)

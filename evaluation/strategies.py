@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,10 +87,16 @@ class HookReplay:
         self.hook_options = hook_options
 
     def run(
-        self, messages: Sequence[Message], steps: Sequence[int] | None = None, archive_path: Path | None = None
+        self,
+        messages: Sequence[Message],
+        steps: Sequence[int] | None = None,
+        archive_path: Path | None = None,
+        on_step: Callable[[int, list[Any], list[Any], Sequence[Any]], None] | None = None,
     ) -> dict[int, Context]:
         """``archive_path``: where the hook archives (session ``replay``), kept for recall; default a temporary
-        file removed at the end."""
+        file removed at the end. ``on_step`` (trigger deciding only): called after each step with the step's index,
+        the messages that arrived since the last step, the context handed to the agent's model and the hook's
+        metrics of the step (``churn.py`` reads what the model must prefill from them)."""
         from offline_compress.hook import CompactionHook
 
         forced = None if steps is None else set(steps)
@@ -113,11 +119,14 @@ class HookReplay:
                     continue
                 # as plain dicts, the way agent loops hold their history (the hook's last resort, a recent message
                 # cut to fit the window, then runs as it does for them)
-                live = live + [m.to_openai() for m in messages[last:i]]
+                arrived = [m.to_openai() for m in messages[last:i]]
+                live = live + arrived
                 last = i
                 before = len(hook.metrics)
                 if forced is None:
                     live = hook.before_step(live)
+                    if on_step is not None:
+                        on_step(i, arrived, live, hook.metrics[before:])
                 elif i in forced:
                     if selector is not None:  # the step before_step would have been: messages scored on arrival
                         selector.observe(live)

@@ -10,10 +10,10 @@ A compaction that would not make the history smaller is not done: the history is
 metrics say why. A fault of the library's own never fails the step (``safe_step``).
 
 No compaction loops: a compaction that leaves the history above ``target_fraction`` of the window holds the trigger
-until the history grows by the trigger's margin over the target or no longer fits the window, and says so once (a
-WARNING, ``over_target`` in the metrics); a firing that cannot compact at all holds it too. Compacting harder
-(``summary.harder``) and the summary's room (``summary_room``): see the class. The next compaction merges the summary
-as it was before any cut (``CompressionResult.carried``) and reads a recent message that was cut whole
+until the history passes it and has grown by 5% of the window (``history.guard``), or no longer fits it, and says so
+(``over_target``; a WARNING where the head alone is over it); a firing that cannot compact holds it too. Compacting
+harder (``summary.harder``) and the summary's room (``summary_room``): see the class. The next compaction merges the
+summary as it was before any cut (``CompressionResult.carried``) and reads a recent message that was cut whole
 (``history.applied.uncut``): a cut fits one context, it does not forget.
 
 Background compaction (``soft_fraction``, off by default): the summary is built in a worker thread from the soft
@@ -66,18 +66,19 @@ log = logging.getLogger(__name__)
 DEFAULT_SUMMARY_FRACTION = 0.35  # chosen on the replay A/B design split (docs/replay.md): binds below ~9k windows
 # The budget scales with what the summary replaces: DEFAULT_SUMMARY_RATIO of its tokens, never below the floor,
 # never above DEFAULT_SUMMARY_FRACTION of the window. Both chosen on both corpora's design splits (docs/replay.md,
-# "The budget curve"): the smallest floor of the sweep at which function-calling recall is at least masking's at
-# 16k and 32k with fewer than mask in under a third of the runs at 16k.
-DEFAULT_SUMMARY_MAX_TOKENS = 4608  # the budget's floor (and the cap of the fixed budget, summary_ratio=None)
+# "The budget curve"; the floor 4,608 until 2026-12-07, then 5,120 with the churn defaults below).
+DEFAULT_SUMMARY_MAX_TOKENS = 5120  # the budget's floor (and the cap of the fixed budget, summary_ratio=None)
 DEFAULT_SUMMARY_RATIO = 0.4
 HEAD_NOTE = "The messages before this summary (the instructions and the task) are kept verbatim."
-# After a compaction the history holds at most this share of the window (issue 21): the trigger's 60% is then a tenth
-# of the window away, so the steps after a compaction do not fire it again; the SDK's own condenser aims at half too.
+# The churn defaults (issue 47), chosen on the replay's function-calling design split by a rule stated before the sweep
+# (docs/performance.md, "Compaction churn", every setting tried): the trigger at 85% (history.trigger), the summary's
+# floor above, this room, the guard's hold capped at the trigger. A compaction aims under the target (issue 21; 35% of
+# the window under the trigger): deeper ones, reached by summarising the last messages, cost 4-8 points of them.
 DEFAULT_TARGET_FRACTION = 0.5
 # The summary's room under the trigger, as a share of the window, before the recent messages give way to it (the
-# oldest of them summarised too, then tool outputs among them cut): chosen on both corpora's design splits
-# (docs/replay.md, "Room for the summary"); 0 keeps every recent message whole unless the history would not fit.
-DEFAULT_SUMMARY_ROOM = 0.2
+# oldest of them summarised too, then tool outputs among them cut); 0.2 until 2026-12-07 (docs/replay.md, "Room for
+# the summary"); 0 keeps every recent message whole unless the history would not fit.
+DEFAULT_SUMMARY_ROOM = 0.25
 DEFAULT_TRIGGER_FRACTION = TriggerConfig().token_fraction  # the trigger the two shares above were chosen with
 
 
@@ -94,7 +95,7 @@ def _as_list(messages: Any) -> list[Any]:
 
 class CompactionHook:
     """Keeps an agent's history inside ``model_max_tokens``; ``target_fraction`` / ``summary_keep_share``: the loop
-    guard (module docstring; the target is 50% of the window, or 5/6 of a trigger set below 60%).
+    guard (module docstring; the target is 50% of the window, or in proportion to a trigger set below 85%).
     ``archive_path``: the SQLite archive each compaction is committed to before a new history is returned
     (``None``: ``$XDG_STATE_HOME/offline_compress/archive.sqlite3``; a ``.jsonl`` path: the ``.sqlite3`` beside it).
     ``session``: this agent's id in the archive (default: a new uuid4).
@@ -107,12 +108,12 @@ class CompactionHook:
     summarises everything before the recent messages. ``keep_last``: recent messages kept verbatim after it.
     ``summary_ratio`` / ``summary_max_tokens`` / ``summary_fraction``: the summary's token budget
     (``summary.budget``): ``summary_ratio`` of the tokens it replaces (default 0.4), never below
-    ``summary_max_tokens`` (default 4,608), never above ``summary_fraction`` of the window (default 35%);
+    ``summary_max_tokens`` (default 5,120), never above ``summary_fraction`` of the window (default 35%);
     ``summary_ratio=None``: the older fixed budget, the window's share up to ``summary_max_tokens``. What does not
     fit is dropped (the work log line by line by what each line adds, ``pack.py``), counted in the metrics, and
     stays in the archive. A user turn of 2,000+ characters stays whole while the constraints fit that share.
     ``summary_room``: the share of the window the summary keeps under the trigger before the recent messages give
-    way (default 0.2, or a third of a trigger set below 60%): while the head and the last ``keep_last`` messages
+    way (default 0.25, or in proportion to a trigger set below 85%): while the head and the last ``keep_last`` messages
     would leave it less, the oldest of those are summarised too (down to the last message and its call, never past a
     user's own turn), then the tool outputs among them are cut (copies) before the summary is cut below that room;
     0: recent messages are cut only when the history would not fit the window. A later summary reads a cut message
@@ -138,7 +139,7 @@ class CompactionHook:
         recall_note: str | None = None,
         compressor: Compressor | None = None,
         counter: CountsTokens | None = None,
-        trigger: TriggerConfig = TriggerConfig(),
+        trigger: TriggerConfig | Mapping[str, Any] = TriggerConfig(),
         keep_last: int = DEFAULT_KEEP_LAST,
         keep_first: int | None = None,
         summary_fraction: float = DEFAULT_SUMMARY_FRACTION,
@@ -152,6 +153,7 @@ class CompactionHook:
         summary_keep_share: float = KEEP_SHARE,
         summary_room: float | None = None,
     ) -> None:
+        trigger = TriggerConfig.model_validate(trigger)  # a mapping too (options read from JSON: resume-qa's --hook)
         # unset, they keep their ratio to the trigger: a low trigger a user sets is never refused for their defaults
         target_fraction = _scaled(DEFAULT_TARGET_FRACTION, trigger) if target_fraction is None else target_fraction
         summary_room = _scaled(DEFAULT_SUMMARY_ROOM, trigger) if summary_room is None else summary_room

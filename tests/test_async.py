@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from seed_policy import SEED_POLICY
 
 from evaluation import load
 from offline_compress import CompactionHook, Compressor
@@ -190,7 +191,14 @@ def test_background_swap_is_exact(extractive_compressor, requests_history, tmp_p
     database = tmp_path / "a.sqlite3"
     counter = get_counter()
     hook = CompactionHook(
-        WINDOW, archive_path=database, compressor=extractive_compressor, soft_fraction=0.5, counter=counter
+        WINDOW,
+        archive_path=database,
+        compressor=extractive_compressor,
+        soft_fraction=0.5,
+        counter=counter,
+        # the trigger at 60%, where it fires often; no room rule: a recent message cut for the summary's room is read
+        # whole by a later summary (test_summary_room.py), which this test's own summary of the snapshot does not do
+        **{**SEED_POLICY, "summary_room": 0},
     )
     carried = []  # after each step: the summary the hook merges at its next compaction (CompressionResult.carried)
 
@@ -228,20 +236,14 @@ def test_background_swap_is_exact(extractive_compressor, requests_history, tmp_p
         assert Counter(kept + [id(m) for m in given[head:cut]]) == Counter(id(m) for m in given)
         if metric.background:
             # the summary describes exactly [head, cut) of the snapshot taken at the soft threshold (the plan of
-            # the hook's rule: the last keep_last messages, fewer where they would leave the summary less room)
+            # the hook's rule: the last keep_last messages)
             snapshot = next(g for g, _ in steps[compacted_at:k] if counter.count(as_messages(g)) > 0.5 * WINDOW)
             parsed = as_messages(snapshot)
-            plan = plan_compaction(
-                parsed,
-                None,
-                hook.keep_last,
-                counts=counter.message_counts(parsed),
-                kept_tokens=int(0.6 * WINDOW) - int(0.2 * WINDOW),
-            )
+            plan = plan_compaction(parsed, None, hook.keep_last)
             assert given[: len(snapshot)] == snapshot and (head, cut) == (plan.head, plan.cut)
             assert cut >= cut_index(parsed, hook.keep_last)
             expected = extractive_compressor.compress_detailed(
-                snapshot, plan=plan, previous=previous, summary_tokens=hook.summary_tokens
+                snapshot, plan=plan, previous=previous, summary_tokens=hook.summary_budget_for(parsed, plan)
             ).context
             assert summary_of(returned[head]) == expected.to_json() == record.summary
             assert len(given) > len(snapshot)  # messages arrived meanwhile, kept verbatim after the summary
@@ -273,7 +275,7 @@ def test_a_history_that_diverged_from_the_snapshot_is_compacted_as_usual(
     change, extractive_compressor, requests_history, tmp_path
 ):
     hook = CompactionHook(
-        WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=extractive_compressor, soft_fraction=0.5
+        WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=extractive_compressor, soft_fraction=0.5, **SEED_POLICY
     )
     soft = _crossing(hook, requests_history)
     assert hook.before_step(requests_history[:soft]) == requests_history[:soft]  # starts the background summary
@@ -284,7 +286,7 @@ def test_a_history_that_diverged_from_the_snapshot_is_compacted_as_usual(
     elif change == "dropped":  # the caller dropped a message (a short one: still past the trigger)
         del history[5]
     new = hook.before_step(history)
-    fresh = CompactionHook(WINDOW, archive_path=tmp_path / "f.sqlite3", compressor=extractive_compressor)
+    fresh = CompactionHook(WINDOW, archive_path=tmp_path / "f.sqlite3", compressor=extractive_compressor, **SEED_POLICY)
     expected = fresh.before_step(history)
     assert hook.metrics[-1].outcome == "compacted"
     if change == "none":  # the control: the background summary is used, and it differs from the synchronous one
@@ -303,7 +305,9 @@ def test_a_failing_background_summary_falls_back_to_compacting_now(requests_hist
                 raise RuntimeError("out of memory")
             return super().compress_detailed(*args, **kwargs)
 
-    hook = CompactionHook(WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=Failing(None), soft_fraction=0.5)
+    hook = CompactionHook(
+        WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=Failing(None), soft_fraction=0.5, **SEED_POLICY
+    )
     soft = _crossing(hook, requests_history)
     hook.before_step(requests_history[:soft])
     hard = _hard(requests_history, soft)
@@ -315,7 +319,7 @@ def test_a_failing_background_summary_falls_back_to_compacting_now(requests_hist
 
 def test_soft_fraction_must_be_below_the_trigger():
     with pytest.raises(ValueError, match="soft_fraction"):
-        CompactionHook(1000, soft_fraction=0.6)
+        CompactionHook(1000, soft_fraction=0.85)  # the trigger's own share
     with pytest.raises(ValueError, match="soft_fraction"):
         CompactionHook(1000, soft_fraction=0)
 

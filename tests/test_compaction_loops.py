@@ -13,10 +13,12 @@ import logging
 from typing import Any
 
 import pytest
+from seed_policy import SEED_POLICY
 
 from offline_compress import CompactionHook, Compressor
 from offline_compress.history.messages import Message, as_messages
 from offline_compress.history.shrink import CUT_NOTE
+from offline_compress.history.trigger import TriggerConfig
 from offline_compress.summary.message import SUMMARY_PREFIX
 from offline_compress.tokens.counter import get_counter
 
@@ -69,7 +71,8 @@ def test_a_compaction_lands_at_the_target_and_the_next_steps_do_not_fire(extract
     hook = CompactionHook(
         4000, archive_path=tmp_path / "a.sqlite3", compressor=extractive, counter=counter, summary_keep_share=0.0
     )
-    assert hook.target_tokens == 2000 and hook.guard.hold_tokens == 400  # 50% of the window; 60% - 50%
+    assert hook.target_tokens == 2000 and hook.guard.hold_tokens == 200  # 50% of the window; a hold: 5% more
+    assert hook.trigger_tokens == hook.guard.trigger_tokens == 3400  # 85%
     records = drive(
         hook,
         [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": TASK}],
@@ -79,7 +82,7 @@ def test_a_compaction_lands_at_the_target_and_the_next_steps_do_not_fire(extract
     assert len(done) >= 3
     for m in done:
         assert m.tokens_after <= hook.target_tokens and not m.over_target and m.hold_until == 0
-    # a compaction is never followed by another at the next step: 50% leaves a tenth of the window to the trigger
+    # a compaction is never followed by another at the next step: 50% leaves 35% of the window to the trigger
     steps_at = [i for i in range(1, len(records)) if records[i]["compactions"] > records[i - 1]["compactions"]]
     assert all(b - a > 1 for a, b in zip(steps_at, steps_at[1:]))
 
@@ -88,7 +91,7 @@ def test_a_huge_system_prompt_is_said_once_and_the_trigger_held(extractive, tmp_
     window = 4000
     system = "You are a coding agent. " + " ".join(f"Rule {k}: never touch file_{k}.py." for k in range(150))
     head = [{"role": "system", "content": system}, {"role": "user", "content": TASK}]
-    hook = CompactionHook(window, archive_path=tmp_path / "a.sqlite3", compressor=extractive)
+    hook = CompactionHook(window, archive_path=tmp_path / "a.sqlite3", compressor=extractive, **SEED_POLICY)
     head_tokens = hook.counter.count(as_messages(head))
     assert hook.target_tokens < head_tokens < 0.6 * window  # the head alone is over the target, under the trigger
     with caplog.at_level(logging.INFO, logger="offline_compress.hook"):
@@ -97,7 +100,8 @@ def test_a_huge_system_prompt_is_said_once_and_the_trigger_held(extractive, tmp_
     assert done and all(m.over_target and m.hold_until > m.tokens_after for m in done)
     # held until the history grows by the hold's margin: without a target (1.0: only the window) the same run
     # compacts at every step over the trigger
-    unguarded = CompactionHook(window, archive_path=tmp_path / "b.sqlite3", compressor=extractive, target_fraction=1.0)
+    options = {**SEED_POLICY, "target_fraction": 1.0}
+    unguarded = CompactionHook(window, archive_path=tmp_path / "b.sqlite3", compressor=extractive, **options)
     unguarded_records = drive(unguarded, head, [tool_step(i, lines=8) for i in range(40)])
 
     def firing_steps(rs: list) -> list[int]:
@@ -208,7 +212,7 @@ def test_the_default_path_is_the_plain_compaction_when_nothing_is_wrong(extracti
 
     hook = CompactionHook(16_000, archive_path=tmp_path / "a.sqlite3", compressor=extractive)
     head = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": TASK}]
-    given = [*head, *[m for i in range(100) for m in tool_step(i, lines=4)]]
+    given = [*head, *[m for i in range(220) for m in tool_step(i, lines=4)]]  # over 85% of the window
     new = hook.before_step(given)
     m = hook.metrics[-1]
     assert m.outcome == "compacted" and m.harder == "" and not m.over_target and m.tokens_after <= hook.target_tokens
@@ -229,9 +233,11 @@ def test_the_target_is_configurable_and_validated(tmp_path):
 def test_by_default_the_summary_is_cut_only_as_far_as_the_trigger_needs(extractive, tmp_path):
     """The default (``summary_keep_share=1.0``, chosen on the replay design split): a history left between the
     target and the trigger keeps its summary whole and holds the trigger; one over the trigger has its summary cut
-    to just under it, no further; no two compactions come at consecutive steps."""
+    to just under it, no further; the trigger fires only over itself. (Under this old policy the summary grows into
+    the margin, and since the hold stops at the trigger (2026-12-07), compactions may come at consecutive steps once
+    a step adds more than the trigger leaves: the churn the defaults now avoid, test_the_churn_defaults_*.)"""
     window = 4000
-    hook = CompactionHook(window, archive_path=tmp_path / "a.sqlite3", compressor=extractive)
+    hook = CompactionHook(window, archive_path=tmp_path / "a.sqlite3", compressor=extractive, **SEED_POLICY)
     assert hook.summary_keep_share == 1.0
     head = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": TASK}]
     records = drive(hook, head, [tool_step(i) for i in range(40)])
@@ -241,9 +247,41 @@ def test_by_default_the_summary_is_cut_only_as_far_as_the_trigger_needs(extracti
     cut = [m for m in done if "summary cut" in m.harder]
     assert cut and all(m.tokens_after > hook.target_tokens for m in cut)  # cut to the trigger, not to the target
     assert all("summary cut" not in m.harder for m in done if m.tokens_after <= hook.target_tokens)
-    steps_at = [i for i in range(1, len(records)) if records[i]["compactions"] > records[i - 1]["compactions"]]
-    assert all(b - a > 1 for a, b in zip(steps_at, steps_at[1:]))
+    assert all(m.reason == "token-threshold" and m.tokens_before > trigger for m in done)
+    assert all(m.hold_until in (0, max(trigger, m.tokens_after + window // 20)) for m in done)
     assert all(r["tokens"] < window for r in records)
+
+
+def test_the_churn_defaults_leave_room_before_the_next_trigger(extractive, tmp_path):
+    """Issue 47: the trigger at 85% and nothing else; a compaction lands near half the window, so several steps pass
+    before the next, and the hold never lets the history past the trigger (the agent's reply keeps its room)."""
+    window = 4000
+    hook = CompactionHook(window, archive_path=tmp_path / "a.sqlite3", compressor=extractive)
+    assert hook.trigger == TriggerConfig(token_fraction=0.85) and hook.trigger.turn_limit is None
+    assert (hook.target_tokens, hook.trigger_tokens, hook.room_tokens, hook.summary_max_tokens) == (
+        2000,
+        3400,
+        1000,
+        5120,
+    )
+    head = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": TASK}]
+    records = drive(hook, head, [tool_step(i) for i in range(40)])
+    done = compacted(hook)
+    assert len(done) >= 5 and all(m.tokens_before > hook.trigger_tokens for m in done)
+    steps_at = [i for i in range(1, len(records)) if records[i]["compactions"] > records[i - 1]["compactions"]]
+    assert all(b - a >= 3 for a, b in zip(steps_at, steps_at[1:])), steps_at
+    assert all(m.hold_until in (0, hook.trigger_tokens) for m in done)  # a hold stops at the trigger
+    assert max(r["tokens"] for r in records) <= hook.trigger_tokens  # every context handed over leaves 15%
+    # the policy before, as options (a trigger as a mapping too: resume-qa's --hook reads JSON)
+    seed = CompactionHook(
+        window, archive_path=tmp_path / "b.sqlite3", **{**SEED_POLICY, "trigger": {"token_fraction": 0.6}}
+    )
+    assert (seed.trigger_tokens, seed.target_tokens, seed.room_tokens, seed.summary_max_tokens) == (
+        2400,
+        2000,
+        800,
+        4608,
+    )
 
 
 def test_the_next_compaction_merges_the_summary_as_it_was_before_its_cut(tmp_path):
@@ -257,7 +295,7 @@ def test_the_next_compaction_merges_the_summary_as_it_was_before_its_cut(tmp_pat
             return super().compress_detailed(*args, **kwargs)
 
     window = 4000
-    hook = CompactionHook(window, archive_path=tmp_path / "a.sqlite3", compressor=Recording(None))
+    hook = CompactionHook(window, archive_path=tmp_path / "a.sqlite3", compressor=Recording(None), **SEED_POLICY)
     head = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": TASK}]
     history = list(head)
     written = []  # (the summary in the history, the one kept for the next merge) after each compaction
@@ -278,3 +316,17 @@ def test_the_next_compaction_merges_the_summary_as_it_was_before_its_cut(tmp_pat
             assert kept.user_constraints == in_history.user_constraints
             assert [s.ran for s in kept.work_log] == [s.ran for s in in_history.work_log]
             assert count(kept.to_json()) >= count(in_history.to_json())
+
+
+def test_a_hold_stops_at_the_trigger_unless_the_history_is_already_there() -> None:
+    """``history.guard`` since 2026-12-07: a hold waits until the history passes the trigger, and for 5% of the
+    window more when it is already (nearly) there; it no longer waits for the trigger's margin over the target past
+    the history (with the target at half and the trigger at 85% that let a history grow to the window)."""
+    from offline_compress.history.guard import Guard
+
+    guard = Guard(1000, 0.5, 0.85)
+    history = as_messages([{"role": "user", "content": TASK}])
+    assert (guard.target_tokens, guard.trigger_tokens, guard.hold_tokens) == (500, 850, 50)
+    assert guard.set(history, 550) == 850 and guard.held(history, 850) and not guard.held(history, 851)
+    assert guard.set(history, 830) == 880 and guard.set(history, 990) == 1040  # over the trigger: 5% more
+    assert not guard.held(history, 1000)  # no longer fits the window: released

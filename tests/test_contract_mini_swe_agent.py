@@ -194,7 +194,7 @@ def test_think_only_steps_compact_without_a_loop(kind, tmp_path):
     from minisweagent.models import test_models as tm
 
     work = repo(tmp_path, lines=10)
-    hook = hook_for(tmp_path, 6000)
+    hook = hook_for(tmp_path, 4800)  # the trigger at 85% of it (60% of 6,000 until the churn defaults of 2026-12-07)
     model = model_for(kind, [f"cat src/m{i}.py" for i in range(14)], thought="Checking the parser. " * 30)
     if kind == "text":  # replies without an action: mini-swe-agent answers each with its format-error message
         thinking = [tm.make_output("THOUGHT: " + "maybe value_3 is None here. " * 40, []) for _ in range(10)]

@@ -216,7 +216,7 @@ def test_soft_without_room_gives_back_the_unchanged_view(tmp_path):
         events += step(i, thinking=i == 1)
     view = view_of(events)
     assert sorted(view.manipulation_indices) == [0, 1, 2, 12]
-    c = condenser(tmp_path, keep_first=2, max_tokens=int(tokens(view) / 0.8))  # 80% of the window: SOFT
+    c = condenser(tmp_path, keep_first=2, max_tokens=int(tokens(view) / 0.9))  # 90% of the window: SOFT
     assert c.condensation_requirement(view) == CondensationRequirement.SOFT
     result = c.condense(view)
     assert isinstance(result, View) and result == view and result.events == events
@@ -412,7 +412,7 @@ def test_a_summariser_that_fails_mid_summary_gives_the_view_for_soft_and_a_reset
 
     events = [system_event(), message_event(TASK), *[e for i in range(14) for e in step(i)]]
     view = view_of(events)
-    c = condenser(tmp_path, compressor=Crashing(None), max_tokens=int(tokens(view) / 0.8))
+    c = condenser(tmp_path, compressor=Crashing(None), max_tokens=int(tokens(view) / 0.9))  # over the trigger
     assert c.condensation_requirement(view) == CondensationRequirement.SOFT
     assert c.condense(view) is view  # SOFT: the agent goes on with its view
     assert c.condensation_requirement(view) is None  # and the trigger is held: no retry at every step
@@ -446,7 +446,7 @@ def test_the_window_comes_from_the_agents_llm_which_is_never_called(tmp_path, mo
     monkeypatch.setenv("ALLOW_SHORT_CONTEXT_WINDOWS", "true")  # the SDK's own switch for windows under 16k
     events = [message_event(TASK), *[e for i in range(14) for e in step(i)]]
     view = view_of(events)
-    llm = TestLLM.from_messages([], max_input_tokens=int(tokens(view) / 0.8))
+    llm = TestLLM.from_messages([], max_input_tokens=int(tokens(view) / 0.9))  # over the trigger (85%)
     c = condenser(tmp_path, max_tokens=None)
     assert c.condensation_requirement(view, agent_llm=llm) is not None
     applied(view, c.condense(view, agent_llm=llm))

@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from seed_policy import SEED_POLICY
 
 from offline_compress import CompactionHook, CompressedContext, InputError, count_contradictions
 from offline_compress.cli import main
@@ -484,7 +485,8 @@ def test_the_arguments_of_issue_22_give_a_summary_and_a_compaction(arguments, tm
     context = compress_context(history, compressor=extractive(), keep_last=2)
     _assert_compressed(context)
     assert "\ud800" not in context.model_dump_json()  # repaired: U+FFFD, not an escape of the surrogate
-    with CompactionHook(2000, archive_path=tmp_path / "a.sqlite3", compressor=extractive()) as hook:
+    # about 1,500 tokens: over the policy's 60% of 2,000 (the defaults since 2026-12-07 fire at 85%)
+    with CompactionHook(2000, archive_path=tmp_path / "a.sqlite3", compressor=extractive(), **SEED_POLICY) as hook:
         out = hook.before_step(history)
         assert hook.metrics[-1].outcome == "compacted" and len(out) < len(history)
         _assert_history_out(out, history)

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 import pytest
+from seed_policy import SEED_POLICY
 
 from offline_compress import CompactionHook, Compressor
 from offline_compress.history.applied import Applied, uncut
@@ -105,8 +106,10 @@ def summary_tokens(hook: CompactionHook, history: list[Any]) -> int:
 
 def test_the_recent_messages_give_way_before_the_summary_is_cut_below_its_room(extractive, tmp_path):
     history = squeezed_history()
-    room = CompactionHook(8192, archive_path=tmp_path / "a.sqlite3", compressor=extractive)
-    none = CompactionHook(8192, archive_path=tmp_path / "b.sqlite3", compressor=extractive, summary_room=0)
+    room = CompactionHook(8192, archive_path=tmp_path / "a.sqlite3", compressor=extractive, **SEED_POLICY)
+    none = CompactionHook(
+        8192, archive_path=tmp_path / "b.sqlite3", compressor=extractive, **{**SEED_POLICY, "summary_room": 0}
+    )
     with_room, without = room.before_step(history), none.before_step(history)
     assert room.compactions == none.compactions == 1
     trigger = int(0.6 * 8192)
@@ -127,7 +130,7 @@ def test_the_recent_messages_give_way_before_the_summary_is_cut_below_its_room(e
 
 def test_room_zero_is_validated_and_the_earlier_rule(tmp_path):
     with pytest.raises(ValueError, match="summary_room"):
-        CompactionHook(8192, archive_path=tmp_path / "a.sqlite3", summary_room=0.6)
+        CompactionHook(8192, archive_path=tmp_path / "a.sqlite3", summary_room=0.85)  # not under the trigger
     with pytest.raises(ValueError, match="summary_room"):
         CompactionHook(8192, archive_path=tmp_path / "a.sqlite3", summary_room=-0.1)
 
@@ -142,7 +145,7 @@ def test_a_later_compaction_reads_a_cut_message_whole(extractive, tmp_path):
     lines = ["checking ... ok " * 250] * 7  # about 5,500 tokens: cut to make room
     lines[3] = sentinel
     history[-1] = {**history[-1], "content": "\n".join(lines)}
-    hook = CompactionHook(8192, archive_path=tmp_path / "a.sqlite3", compressor=extractive)
+    hook = CompactionHook(8192, archive_path=tmp_path / "a.sqlite3", compressor=extractive, **SEED_POLICY)
     live = hook.before_step(history)
     assert hook.compactions == 1 and hook.metrics[-1].shortened == 1
     assert "quux_registry_7781" not in json.dumps(live)  # cut from the context the agent sees

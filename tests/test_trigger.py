@@ -1,4 +1,5 @@
-"""Trigger rules: the seed's defaults, configurable thresholds, heavy-tool detection."""
+"""Trigger rules: the defaults (85%, nothing else: issue 47's churn), the seed's rules when set, configurable
+thresholds, heavy-tool detection."""
 
 import pytest
 
@@ -34,11 +35,11 @@ def tool_history(tool_name: str, *, with_name: bool = False):
 @pytest.mark.parametrize(
     "tokens, turns, expected",
     [
-        (6001, 0, "token-threshold"),
-        (6000, 0, "skip"),  # strictly more than 60%
-        (5000, 29, "skip"),
-        (5000, 30, "turn-limit"),
-        (9000, 30, "token-threshold"),  # the token rule wins
+        (8501, 0, "token-threshold"),
+        (8500, 0, "skip"),  # strictly more than 85%
+        (6001, 0, "skip"),  # the seed's 60% is no longer the default
+        (5000, 10_000, "skip"),  # no turn limit by default: a small history is not rewritten for its age
+        (9000, 30, "token-threshold"),
     ],
 )
 def test_default_rules(tokens, turns, expected):
@@ -46,20 +47,38 @@ def test_default_rules(tokens, turns, expected):
     assert decision.reason == expected
     assert decision.should_compress == (expected != "skip")
     assert decision.estimated_tokens == tokens
+    assert decide(8000, 10_000, 0, "read_file").reason == "skip"  # no heavy-tool rule by default
 
 
-def test_heavy_tool_rule_needs_forty_percent():
-    assert decide(4001, 10_000, 0, "search_codebase").reason == "tool-event"
-    assert decide(4000, 10_000, 0, "search_codebase").reason == "skip"
-    assert decide(5000, 10_000, 0, "apply_patch").reason == "skip"  # not a tool whose results are large
+# the seed design's rules, when set (they were the defaults until 2026-12-07)
+SEED = TriggerConfig(token_fraction=0.6, tool_event_fraction=0.4, turn_limit=30)
+
+
+@pytest.mark.parametrize(
+    "tokens, turns, expected",
+    [
+        (6001, 0, "token-threshold"),
+        (6000, 0, "skip"),
+        (5000, 29, "skip"),
+        (5000, 30, "turn-limit"),
+        (9000, 30, "token-threshold"),
+    ],
+)
+def test_the_seed_rules_when_set(tokens, turns, expected):
+    assert decide(tokens, 10_000, turns, None, SEED).reason == expected
+
+
+def test_heavy_tool_rule_needs_its_share():
+    assert decide(4001, 10_000, 0, "search_codebase", SEED).reason == "tool-event"
+    assert decide(4000, 10_000, 0, "search_codebase", SEED).reason == "skip"
+    assert decide(5000, 10_000, 0, "apply_patch", SEED).reason == "skip"  # not a tool whose results are large
 
 
 @pytest.mark.parametrize("tool", ["Read", "Grep", "WebFetch", "str_replace_editor", "ViewCode", "view", "read_file"])
 def test_the_heavy_tools_of_the_common_harnesses_are_known(tool):
-    assert decide(4001, 10_000, 0, tool).reason == "tool-event"
-    assert decide(4001, 10_000, 0, tool, TriggerConfig(heavy_tools=frozenset({"grep"}))).reason == (
-        "tool-event" if tool == "Grep" else "skip"
-    )
+    assert decide(4001, 10_000, 0, tool, SEED).reason == "tool-event"
+    only_grep = TriggerConfig(tool_event_fraction=0.4, heavy_tools=frozenset({"grep"}))
+    assert decide(4001, 10_000, 0, tool, only_grep).reason == ("tool-event" if tool == "Grep" else "skip")
 
 
 def test_last_tool_name_from_call_id_or_name():

@@ -2,7 +2,14 @@
 firing that could not compact at all), the trigger is held, so that the hook does not compact again at every step,
 until the history has grown past the hold's limit, no longer fits the window, or no longer starts with the history
 the hold was set on (another conversation, or a caller that rewrote it). A hold set on a history that did not fit
-the window either (nothing could be compacted) waits for the growth alone. Pure: the hook keeps one ``Guard``."""
+the window either (nothing could be compacted) waits for the growth alone. Pure: the hook keeps one ``Guard``.
+
+The limit is the trigger itself, or a twentieth of the window past the held history when that is further: a hold
+never lets the history grow past the trigger unless the history was already (nearly) there, so the agent's reply
+keeps the room the trigger leaves it. (Until 2026-12-07 a hold waited for the trigger's whole margin over the target
+past the held history; with a target far under the trigger, that let a history grow to the window: 46-60 of the
+agent's contexts over 90% of a 16k window on the function-calling design split, docs/performance.md, "Compaction
+churn".)"""
 
 from __future__ import annotations
 
@@ -22,13 +29,14 @@ class Hold:
 
 class Guard:
     """The target a compaction aims at and the hold, for one window: ``target_tokens`` is ``target_fraction`` of the
-    window (1.0: no target but the window itself); a hold waits for the trigger's margin over the target (at least 5%
-    of the window)."""
+    window (1.0: no target but the window itself); a hold waits until the history passes the trigger and has grown by
+    ``hold_tokens`` (5% of the window) since it was set."""
 
     def __init__(self, window: int, target_fraction: float, trigger_fraction: float) -> None:
         self.window = window
         self.target_tokens = min(int(target_fraction * window), window - 1)
-        self.hold_tokens = max(int(trigger_fraction * window) - self.target_tokens, window // 20)
+        self.trigger_tokens = int(trigger_fraction * window)
+        self.hold_tokens = window // 20
         self.hold: Hold | None = None
 
     def held(self, parsed: Sequence[Message], tokens: int) -> bool:
@@ -42,8 +50,10 @@ class Guard:
         return False
 
     def set(self, parsed: Sequence[Message], tokens: int) -> int:
-        """Hold the trigger for this history of ``tokens`` tokens until it grows by ``hold_tokens``; the limit."""
-        self.hold = Hold(tokens + self.hold_tokens, list(parsed), tokens < self.window)
+        """Hold the trigger for this history of ``tokens`` tokens until it passes the trigger and has grown by
+        ``hold_tokens``; the limit."""
+        limit = max(self.trigger_tokens, tokens + self.hold_tokens)
+        self.hold = Hold(limit, list(parsed), tokens < self.window)
         return self.hold.limit
 
     def release(self) -> int:
