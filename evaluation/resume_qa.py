@@ -221,7 +221,13 @@ def export(
     for p in points:
         messages = load_run(p)
         q = questions_of(p["id"])
-        built = contexts_at(p, messages, counter, hook_options)
+        try:
+            built = contexts_at(p, messages, counter, hook_options)
+        except BaseException as stop:  # the written mode's recorded backend exported a prompt for a writer
+            if type(stop).__name__ != "WriterNeeded":
+                raise
+            _note(f"{p['id']}: waiting for a writer ({stop.digest})")  # type: ignore[attr-defined]
+            continue
         for strategy in strategies:
             if strategy not in built:
                 _note(f"{p['id']}: no {strategy} context (no frozen reference summary)")
@@ -497,7 +503,14 @@ def cmd_resume_qa(args: argparse.Namespace) -> int:
         unknown = [s for s in strategies if s not in STRATEGIES]
         if unknown:
             raise ValueError(f"--strategies: unknown {', '.join(unknown)} (known: {', '.join(STRATEGIES)})")
-        options = {k: json.loads(v) for k, _, v in (o.partition("=") for o in args.hook)}
+        options: dict[str, Any] = {k: json.loads(v) for k, _, v in (o.partition("=") for o in args.hook)}
+        if args.written:  # the written-state mode, on recorded completions; missing ones exported for a writer
+            from offline_compress.compressor import Compressor
+            from offline_compress.engine.recorded import RecordedBackend
+
+            recordings = Path(args.written)
+            backend = RecordedBackend(recordings, export_to=recordings.parent / "exchange")
+            options["compressor"] = Compressor(backend=backend, written=True)
         export(points, strategies, exchange, default_counter(), ours_as=args.ours_as, hook_options=options)
         if args.reader_url:
             read_with(exchange, args.reader_url, args.model)
@@ -530,6 +543,11 @@ def add_resume_qa_parser(sub: Any) -> None:
     p.add_argument("--ours-as", default="ours", help="export: the name of the hook's context (a changed summary)")
     p.add_argument(
         "--hook", action="append", default=[], help="export: a CompactionHook option for ours, NAME=JSON (repeatable)"
+    )
+    p.add_argument(
+        "--written",
+        help="export: ours in the written-state mode on these recorded completions (a JSON file); a compaction whose "
+        "completion is missing exports its prompt to the exchange folder beside it and that point waits",
     )
     p.add_argument("--reader-url", help="an OpenAI-compatible endpoint (…/v1) that reads and grades")
     p.add_argument("--model", default="default", help="the endpoint's model id")

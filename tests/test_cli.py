@@ -29,7 +29,7 @@ def test_check_and_stdin(capsys, monkeypatch):
 
     data = MINI.read_bytes()
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
-    assert main(["check", "-", "--context", "10000", "--turns-since", "2"]) == 0
+    assert main(["check", "-", "--context", "9000", "--turns-since", "2"]) == 0  # 8,268 tokens: over 85%
     decision = json.loads(capsys.readouterr().out)
     assert decision["should_compress"] is True and decision["reason"] == "token-threshold"
 

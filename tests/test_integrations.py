@@ -252,7 +252,7 @@ def test_threads_never_share_a_summary(extractive, tmp_path):
 
     middleware = compaction(extractive, tmp_path)
     model = scripted_model(
-        [*tool_steps(8, "a", alpha), AIMessage("a done"), *tool_steps(8, "b", beta), AIMessage("b done")]
+        [*tool_steps(12, "a", alpha), AIMessage("a done"), *tool_steps(12, "b", beta), AIMessage("b done")]
     )
     saver = InMemorySaver()
     state_a, _ = run_agent(middleware, [], thread="A", model=model, checkpointer=saver)
@@ -348,7 +348,7 @@ def test_langchain_middleware_with_the_real_model(compressor, tmp_path):
     from langchain_core.messages import AIMessage
 
     middleware = compaction(compressor, tmp_path)
-    state, model = run_agent(middleware, [*tool_steps(6), AIMessage("The crash is fixed.")])
+    state, model = run_agent(middleware, [*tool_steps(10), AIMessage("The crash is fixed.")])
     hook = middleware.hook("thread:t1")
     assert compressor.backend is not None and hook.compactions >= 1
     summary = the_summary(state["messages"])
