@@ -129,7 +129,7 @@ class Compressor:
     ``model``: ``None`` (the default) compresses without a model (extractive: the exact facts only, no model
     narrative or items), which loads nothing and takes milliseconds; ``"default"`` is the embedded Gemma, or a
     manifest name or a ``.gguf`` path. The replay A/B found the 270M model's draft added nothing the agent later
-    used at 6-18 s per compaction (README, "What the model is for"), so it is opt-in.
+    used at 6-18 s per compaction (docs/replay.md, "What the model is for"), so it is opt-in.
     ``backend``: any ``offline_compress.engine.Backend`` instead
     (e.g. ``OpenAIServerBackend`` for a model server); ``model`` and the llama.cpp settings are then unused.
     ``decoder``: the in-process backend's constrained decoder (``"outlines"``, or the ``"forced"`` token loop).

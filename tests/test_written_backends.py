@@ -157,7 +157,7 @@ def test_a_server_gets_the_written_schema_as_a_strict_json_schema():
 
 def test_the_in_process_model_compiles_and_decodes_the_written_schema(compressor):
     """Outlines (llguidance) compiles the written schema for the embedded model and decodes under it. The 270M
-    base model cannot write (README, "What the model is for"): whatever it writes is valid under the grammar or cut
+    base model cannot write (docs/replay.md, "What the model is for"): whatever it writes is valid under the grammar or cut
     by max_tokens, and the summary is valid either way."""
     written = Compressor(backend=compressor.backend, written=True, max_tokens=256)
     result = written.compress_detailed(history("en"), **KEEP)

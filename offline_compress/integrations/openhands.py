@@ -10,7 +10,7 @@ When condensation is needed it returns the SDK's own ``Condensation`` event (the
 the summary, and the offset where the SDK inserts it), and the SDK applies it to every later view.
 
 - Requirement: an unhandled ``CondensationRequest`` (a user's or the agent's) or a view that no longer fits the
-  window is HARD; our trigger firing (60% of the window by default, a heavy tool, the turn limit) is SOFT, so
+  window is HARD; our trigger firing (85% of the window by default; a heavy tool or a turn limit when set) is SOFT, so
   when no condensation is possible (no room between the kept head and the last ``keep_last`` messages, or no
   summary shorter than what it would replace) the agent just goes on with the unchanged view. A summariser that
   fails (a model that cannot load, or fails while it summarises) is a ``NoCondensationAvailableException`` for a

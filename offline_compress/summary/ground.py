@@ -17,7 +17,7 @@ Either way an instruction-like item must be supported by trusted (non tool-outpu
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel
 
@@ -308,14 +308,19 @@ class GroundingReport(BaseModel):
         return 1.0 if self.checked == 0 else self.kept / self.checked
 
 
-def keep_grounded(items: Iterable[str], index: SourceIndex, report: GroundingReport) -> list[str]:
+def keep_grounded(
+    items: Iterable[str], index: SourceIndex, report: GroundingReport, holds: Callable[[str], bool] | None = None
+) -> list[str]:
+    """The items that hold in the source (``holds``; default: the small model's rule, ``SourceIndex.grounded``); the
+    others are reported dropped."""
+    check = index.grounded if holds is None else holds
     kept = []
     for item in items:
         item = item.strip()
         if not item:
             continue
         report.checked += 1
-        if index.grounded(item):
+        if check(item):
             report.kept += 1
             kept.append(item)
         else:
@@ -335,18 +340,7 @@ def keep_written(
     items: Iterable[str], index: SourceIndex, report: GroundingReport, *, directive: bool = False
 ) -> list[str]:
     """The items of a capable model's state that hold (``SourceIndex.holds``); the others reported dropped."""
-    kept = []
-    for item in items:
-        item = item.strip()
-        if not item:
-            continue
-        report.checked += 1
-        if index.holds(item, directive=directive):
-            report.kept += 1
-            kept.append(item)
-        else:
-            report.dropped.append(item)
-    return kept
+    return keep_grounded(items, index, report, lambda item: index.holds(item, directive=directive))
 
 
 def written_split(text: str) -> list[str]:
