@@ -1,10 +1,10 @@
 """The in-process backend: llama.cpp (llama-cpp-python) loads a GGUF once; Outlines' ``Generator`` with the llguidance
 backend, built once per schema, constrains the greedy decode; the KV cache of the fixed prompt prefix is kept.
 
-Why these choices (measured, see docs/install.md, "Why these dependencies"): Outlines' default ``outlines_core`` backend took
-seconds to compile a nested schema for Gemma's 262k vocabulary and ran out of memory on long strings; llguidance
-compiles in ~3 s with little per-token cost. Outlines resets the llama.cpp context after each call, which defeats
-llama-cpp-python's own prefix reuse, so we restore a saved state of the fixed prefix before each call instead.
+Why these choices (measured, see docs/install.md, "Why these dependencies"): Outlines' default ``outlines_core``
+backend took seconds to compile a nested schema for Gemma's 262k vocabulary and ran out of memory on long strings;
+llguidance compiles in ~3 s with little per-token cost. Outlines resets the llama.cpp context after each call, which
+defeats llama-cpp-python's own prefix reuse, so we restore a saved state of the fixed prefix before each call instead.
 """
 
 from __future__ import annotations
