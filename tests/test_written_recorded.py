@@ -153,3 +153,24 @@ def test_the_written_summary_is_a_valid_compressed_context(name):
     from offline_compress.summary.schema import CompressedContext
 
     assert CompressedContext.model_validate_json(result.context.to_json()) == result.context
+
+
+def test_under_a_tight_budget_the_work_log_gives_way_to_the_models_decisions():
+    """The decisions are what the model was asked to judge: within a budget the written mode keeps them and packs the
+    work log into the room left, where the extractive default drops its positional decisions first (merge.fit)."""
+    from offline_compress.tokens.counter import default_counter
+
+    budget, counter = 1200, default_counter()
+    compressor = Compressor(backend=backend(), written=True, summary_tokens=None)
+    whole = compressor.compress_detailed(load_history(CLAUDE), keep_first=None, keep_last=5).context
+    fitted = compressor.compress_detailed(
+        load_history(CLAUDE), keep_first=None, keep_last=5, summary_tokens=budget
+    ).context
+    plain = (
+        Compressor(summary_tokens=None)
+        .compress_detailed(load_history(CLAUDE), keep_first=None, keep_last=5, summary_tokens=budget)
+        .context
+    )
+    assert counter.count_text(whole.to_json()) > budget >= counter.count_text(fitted.to_json())
+    assert fitted.decisions == whole.decisions and len(fitted.work_log) < len(whole.work_log)
+    assert plain.decisions == [] and len(plain.work_log) > len(fitted.work_log)

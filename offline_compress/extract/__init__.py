@@ -6,19 +6,21 @@ changed, the task statement, and candidate user constraints (verbatim substrings
 
 One concept per module, in the order the data flows:
 
-    conventions     which messages are tool calls and which are tool output (shared with the cut)
     shell           the shell lexer: a command line -> simple commands
     commands        what a shell command does: tool, target, files read and written
+    calls           a function call's tool name and arguments read as the facts they state, in any harness
     function_calls  what a JSON-argument tool call does
     outcomes        success / error / partial of one result, and the line that says why
     events          calls paired with their results: ``ToolEvent``
     constraints     instruction-like lines of genuine user/system text: ``Constraint``
     prose           the agent's own words: sentences in any script, quoted code
+    steps           the work log: per call, what the agent said, ran and learnt, verbatim and short
     state           the working state: files with their net change, failures and what followed, decisions by
                     their place (the words before an edit), open items, last words: ``WorkingState``
     task            the task statement
     facts           ``Facts`` and ``extract_facts``, which runs all of the above
 
+Which messages are tool calls and which are tool output is ``history.conventions`` (shared with the cut).
 Everything here is a pure, deterministic function of the messages; regexes are precompiled and linear.
 """
 

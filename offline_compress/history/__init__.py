@@ -1,6 +1,6 @@
 """The history: the canonical message (OpenAI chat format, ``messages``), which messages are tool output (the one
-definition every other module uses, ``conventions``), where a compaction cuts and what it replaces (``cut``: the
-``Plan``), and when it fires (``trigger``); the loop guard's hold (``guard``), recent messages cut to fit
+definition every other module uses, ``conventions``), where a compaction cuts (``cut``) and what it replaces
+(``plan``: the ``Plan``), and when it fires (``trigger``); the loop guard's hold (``guard``), recent messages cut to fit
 (``shrink``), and the compactions a hook handed back (``applied``: reapplied to a history that extends one, a cut
 message read whole by the next summary); tool output as the summary reads it, as a terminal shows it
 (``terminal``). Everything here is a pure function of the messages."""
