@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from offline_compress.config import HookConfig
 from offline_compress.errors import InputError, OfflineCompressError
 from offline_compress.files import write_atomic
 
@@ -173,7 +174,11 @@ class _Harness:
         compressor = default_compressor(None if self.config.no_model else self.config.hook_model)
         # recall_note="": these agents are not offered the archive's recall tool, so the summary must not point to it.
         return CompactionHook(
-            self.config.context, archive_path=archive, compressor=compressor, counter=self.counter(), recall_note=""
+            self.config.context,
+            HookConfig(recall_note=""),
+            archive_path=archive,
+            compressor=compressor,
+            counter=self.counter(),
         )
 
     def run(self, entry: TaskEntry, arm: Arm) -> RunRecord:

@@ -43,6 +43,8 @@ from typing import Any
 
 from tqdm import tqdm
 
+from offline_compress.config import HookConfig
+
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
 SHARED = REPO.parent / "shared" / "trajectories"
@@ -228,7 +230,7 @@ def _work_steps(args: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         for n in args["sizes"]:
             never = TriggerConfig(turn_limit=10**9)  # and a window far over the history: no compaction fires
-            hook = CompactionHook(10**9, archive_path=Path(tmp) / f"{n}.sqlite3", trigger=never)
+            hook = CompactionHook(10**9, HookConfig(trigger=never), archive_path=Path(tmp) / f"{n}.sqlite3")
             hook.counter.tokenizer  # noqa: B018  # loaded before the clock starts (the cold start: _work_cold)
             history = HEAD + short_calls(n - len(HEAD))
             hook.before_step(history)

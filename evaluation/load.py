@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from offline_compress.archive.store import Archive, message_json
+from offline_compress.config import HookConfig
 from offline_compress.errors import OfflineCompressError
 
 from .replay import find_files, load_trajectory, trajectory_name
@@ -374,7 +375,9 @@ def load_section(
     from offline_compress.hook import CompactionHook
 
     def make_hook(name: str) -> CompactionHook:
-        return CompactionHook(window, archive_path=database, session=f"{mode}-{name}", compressor=compressor)
+        return CompactionHook(
+            window, HookConfig(session=f"{mode}-{name}"), archive_path=database, compressor=compressor
+        )
 
     loops, wall = run_concurrent(jobs, make_hook, mode, agent_seconds)
     distinct = distinctive_strings(jobs)
@@ -432,10 +435,9 @@ def pause_section(
         for arm, fraction in arms if k % 2 == 0 else arms[::-1]:
             hook = CompactionHook(
                 window,
+                HookConfig(session=f"{arm}-{name}", soft_fraction=fraction),
                 archive_path=directory / f"pause-{arm}.sqlite3",
-                session=f"{arm}-{name}",
                 compressor=compressor,
-                soft_fraction=fraction,
             )
             loop = run_loop(hook, name, messages, agent_seconds)
             hook.close()

@@ -25,17 +25,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from offline_compress.config import (
+    DEFAULT_SUMMARY_FLOOR_TOKENS,
+    DEFAULT_SUMMARY_FRACTION,
+    DEFAULT_SUMMARY_RATIO,
+    DEFAULT_SUMMARY_ROOM,
+)
 from offline_compress.errors import InputError, OfflineCompressError
 from offline_compress.files import find_history_files as find_files
 from offline_compress.files import history_name as trajectory_name
 from offline_compress.history.messages import Message, as_messages
 from offline_compress.history.trigger import TriggerConfig
-from offline_compress.hook import (
-    DEFAULT_SUMMARY_FRACTION,
-    DEFAULT_SUMMARY_MAX_TOKENS,
-    DEFAULT_SUMMARY_RATIO,
-    DEFAULT_SUMMARY_ROOM,
-)
 from offline_compress.summary.harder import KEEP_SHARE
 
 from . import probes as P
@@ -676,7 +676,7 @@ def cmd_ab_replay(args: argparse.Namespace) -> int:
         seed_only_cached=args.seed_only_cached,
         hook_options={
             "summary_fraction": args.summary_fraction,
-            "summary_max_tokens": args.summary_max_tokens,
+            "summary_floor_tokens": args.summary_floor_tokens,
             "summary_ratio": args.summary_ratio,
             "summary_room": args.summary_room,
             "target_fraction": args.target_fraction,
@@ -770,11 +770,11 @@ def add_ab_replay_parser(sub: Any) -> argparse.ArgumentParser:
         "the hook's own default)",
     )
     p.add_argument(
-        "--summary-max-tokens",
+        "--summary-floor-tokens",
         type=int,
-        default=DEFAULT_SUMMARY_MAX_TOKENS,
-        help="the hook's summary_max_tokens: the cap of the fixed budget, the floor of the scaled one "
-        f"(default {DEFAULT_SUMMARY_MAX_TOKENS})",
+        default=DEFAULT_SUMMARY_FLOOR_TOKENS,
+        help="the hook's summary_floor_tokens: the floor of the scaled budget, the cap of the fixed one "
+        f"(default {DEFAULT_SUMMARY_FLOOR_TOKENS})",
     )
     p.add_argument(
         "--summary-ratio",

@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from offline_compress.config import HookConfig
 from offline_compress.history.messages import Message, as_messages
 
 from .probes import KEEP_LAST, head_end, tail_start
@@ -164,7 +165,10 @@ def ours(prefix: Sequence[Message], window: int, counter: Any, **hook_options: A
     from offline_compress.hook import CompactionHook
 
     with tempfile.TemporaryDirectory(prefix="resume-qa-") as tmp:
-        with CompactionHook(window, archive_path=Path(tmp) / "a.sqlite3", counter=counter, **hook_options) as hook:
+        compressor = hook_options.pop("compressor", None)  # the written mode's; the rest are HookConfig's fields
+        database = Path(tmp) / "a.sqlite3"
+        config = HookConfig(**hook_options)
+        with CompactionHook(window, config, archive_path=database, compressor=compressor, counter=counter) as hook:
             live: list[Any] = []
             last = 0
             for i, m in enumerate(prefix):

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from offline_compress.config import HookConfig
 from offline_compress.history.messages import Message, as_messages
 
 from .probes import KEEP_LAST, head_end, is_tool_output, tail_start
@@ -104,12 +105,10 @@ class HookReplay:
         with tempfile.TemporaryDirectory(prefix="ab-replay-") as tmp:
             hook = CompactionHook(
                 self.window,
+                HookConfig(session="replay", keep_last=self.keep_last, **self.hook_options),
                 archive_path=archive_path or Path(tmp) / "archive.sqlite3",
-                session="replay",
                 compressor=self.compressor,
                 counter=self.counter,
-                keep_last=self.keep_last,
-                **self.hook_options,
             )
             live: list[Any] = []
             last = 0

@@ -2,7 +2,7 @@
 
 Public face::
 
-    from offline_compress import evaluate_compression, compress_context, Compressor, CompactionHook
+    from offline_compress import evaluate_compression, compress_context, Compressor, CompactionHook, HookConfig
 
 Every piece loads on first use (the tokenizer in the background when a hook is made), never from a network.
 """
@@ -30,6 +30,7 @@ _LAZY = {
     "CompressionResult": "compressor",
     "compress_context": "compressor",
     "CompactionHook": "hook",
+    "HookConfig": "config",
     "CompactionMetrics": "metrics",
     "CompressedContext": "summary.schema",
     "CompressionDecision": "history.trigger",
@@ -59,6 +60,7 @@ __all__ = [
     "CompressionResult",
     "Compressor",
     "EmptyHistoryError",
+    "HookConfig",
     "InputError",
     "Message",
     "ModelFileError",

@@ -39,52 +39,32 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from .archive.recall import RECALL_NOTE
 from .archive.recall import recall_tool as archive_recall_tool
 from .archive.store import Archive, RecallHit, database_path
-from .compressor import DEFAULT_KEEP_LAST, CompressionResult, Compressor, default_compressor
+from .compressor import CompressionResult, Compressor, default_compressor
+from .config import HookConfig
 from .errors import InputError
 from .history.applied import Applied, reapply, remember, uncut
 from .history.guard import Guard
 from .history.messages import Message, MessageCache, as_messages, parse_message
 from .history.plan import Plan, plan_compaction
-from .history.trigger import CompressionDecision, RunningTrigger, TriggerConfig
+from .history.trigger import CompressionDecision, RunningTrigger
 from .metrics import CompactionMetrics, Listener, report_compaction, report_kept
 from .safe_step import safely
 from .summary.background import Background, Job
 from .summary.budget import summary_budget
-from .summary.harder import KEEP_SHARE, Replacement, compact_harder
+from .summary.harder import Replacement, compact_harder
 from .summary.message import summary_message
-from .summary.render import RENDERS, Render
+from .summary.render import Render
 from .summary.schema import CompressedContext
 from .tokens.protocol import CountsTokens, full_counter
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SUMMARY_FRACTION = 0.35  # chosen on the replay A/B design split (docs/replay.md): binds below ~9k windows
-# The budget scales with what the summary replaces: DEFAULT_SUMMARY_RATIO of its tokens, never below the floor,
-# never above DEFAULT_SUMMARY_FRACTION of the window. Both chosen on both corpora's design splits (docs/replay.md,
-# "The budget curve"; the floor 4,608 until 2026-12-07, then 5,120 with the churn defaults below).
-DEFAULT_SUMMARY_MAX_TOKENS = 5120  # the budget's floor (and the cap of the fixed budget, summary_ratio=None)
-DEFAULT_SUMMARY_RATIO = 0.4
 HEAD_NOTE = "The messages before this summary (the instructions and the task) are kept verbatim."
-# The churn defaults (issue 47), chosen on the replay's function-calling design split by a rule stated before the sweep
-# (docs/performance.md, "Compaction churn", every setting tried): the trigger at 85% (history.trigger), the summary's
-# floor above, this room, the guard's hold capped at the trigger. A compaction aims under the target (issue 21; 35% of
-# the window under the trigger): deeper ones, reached by summarising the last messages, cost 4-8 points of them.
-DEFAULT_TARGET_FRACTION = 0.5
-# The summary's room under the trigger, as a share of the window, before the recent messages give way to it (the
-# oldest of them summarised too, then tool outputs among them cut); 0.2 until 2026-12-07 (docs/replay.md, "Room for
-# the summary"); 0 keeps every recent message whole unless the history would not fit.
-DEFAULT_SUMMARY_ROOM = 0.25
-DEFAULT_TRIGGER_FRACTION = TriggerConfig().token_fraction  # the trigger the two shares above were chosen with
-
-
-def _scaled(default: float, trigger: TriggerConfig) -> float:
-    """A share chosen with the default trigger, kept in proportion under a lower one (LangChain's tests use 10%)."""
-    return min(default, default * trigger.token_fraction / DEFAULT_TRIGGER_FRACTION)
 
 
 def _as_list(messages: Any) -> list[Any]:
@@ -94,105 +74,47 @@ def _as_list(messages: Any) -> list[Any]:
 
 
 class CompactionHook:
-    """Keeps an agent's history inside ``model_max_tokens``; ``target_fraction`` / ``summary_keep_share``: the loop
-    guard (module docstring; the target is 50% of the window, or in proportion to a trigger set below 85%).
+    """Keeps an agent's history inside ``model_max_tokens`` (the agent's context window), as ``config`` says
+    (``HookConfig``, or a mapping of its fields: when it fires, what stays verbatim, the summary's budget, the loop
+    guard, the background build).
     ``archive_path``: the SQLite archive each compaction is committed to before a new history is returned
     (``None``: ``$XDG_STATE_HOME/offline_compress/archive.sqlite3``; a ``.jsonl`` path: the ``.sqlite3`` beside it).
-    ``session``: this agent's id in the archive (default: a new uuid4).
-    ``recall_note``: the line after the summary telling the agent it can recall archived messages; ``None``
-    (default): ``recall.RECALL_NOTE`` once ``recall_tool()`` has been called (the agent has the tool), else none.
-    ``summary_role``: ``"system"`` (default) or ``"user"`` for chat templates that drop or reject a system message
-    after the first one (llama.cpp's llama-2/chatml formats keep only the first; Gemma's folds only a leading one).
-    ``keep_first``: the head kept verbatim before the summary: ``None`` (default) keeps the leading
-    system/developer messages and the first user message (the task); an int keeps that many first messages; 0
-    summarises everything before the recent messages. ``keep_last``: recent messages kept verbatim after it.
-    ``summary_ratio`` / ``summary_max_tokens`` / ``summary_fraction``: the summary's token budget
-    (``summary.budget``): ``summary_ratio`` of the tokens it replaces (default 0.4), never below
-    ``summary_max_tokens`` (default 5,120), never above ``summary_fraction`` of the window (default 35%);
-    ``summary_ratio=None``: the older fixed budget, the window's share up to ``summary_max_tokens``. What does not
-    fit is dropped (the work log line by line by what each line adds, ``pack.py``), counted in the metrics, and
-    stays in the archive. A user turn of 2,000+ characters stays whole while the constraints fit that share.
-    ``summary_room``: the share of the window the summary keeps under the trigger before the recent messages give
-    way (default 0.25, or in proportion to a trigger set below 85%): while the head and the last ``keep_last`` messages
-    would leave it less, the oldest of those are summarised too (down to the last message and its call, never past a
-    user's own turn), then the tool outputs among them are cut (copies) before the summary is cut below that room;
-    0: recent messages are cut only when the history would not fit the window. A later summary reads a cut message
-    whole.
-    ``soft_fraction``: start building the summary in a worker thread once the history uses more than this share
-    of the window (below the trigger's ``token_fraction``), and swap it in when the trigger fires; ``None``
-    (default): off, the summary is built when the trigger fires.
-    ``render``: how the summary is written into the history: ``"json"`` (default, one line of canonical JSON)
-    or ``"markdown"`` (the same fields as compact Markdown, ``render.py``); either is read back and merged.
+    ``compressor``: what writes the summary (default: the extractive ``Compressor``).
+    ``counter``: the target's ``CountsTokens`` (one with only ``count`` and ``message_counts`` works too).
     ``on_compaction``: a callable or a list of callables, called with ``(metrics, summary)`` after each
     compaction is committed (in the thread that ran it); an exception in one is logged and never reaches the
     agent's step. More can be added to ``hook.listeners``.
-    ``counter``: the target's ``CountsTokens`` (one with only ``count`` and ``message_counts`` works too).
     The caller's list and dicts are never modified; kept messages are passed through unchanged (but for the cut
     copies that are compacting harder's last resort)."""
 
     def __init__(
         self,
         model_max_tokens: int,
+        config: HookConfig | Mapping[str, Any] | None = None,
         *,
         archive_path: str | Path | None = None,
-        session: str | None = None,
-        recall_note: str | None = None,
         compressor: Compressor | None = None,
         counter: CountsTokens | None = None,
-        trigger: TriggerConfig | Mapping[str, Any] = TriggerConfig(),
-        keep_last: int = DEFAULT_KEEP_LAST,
-        keep_first: int | None = None,
-        summary_fraction: float = DEFAULT_SUMMARY_FRACTION,
-        summary_max_tokens: int = DEFAULT_SUMMARY_MAX_TOKENS,
-        summary_ratio: float | None = DEFAULT_SUMMARY_RATIO,
-        summary_role: Literal["system", "user"] = "system",
-        soft_fraction: float | None = None,
-        render: Render = "json",
         on_compaction: Listener | Sequence[Listener] | None = None,
-        target_fraction: float | None = None,
-        summary_keep_share: float = KEEP_SHARE,
-        summary_room: float | None = None,
     ) -> None:
-        trigger = TriggerConfig.model_validate(trigger)  # a mapping too (options read from JSON: resume-qa's --hook)
-        # unset, they keep their ratio to the trigger: a low trigger a user sets is never refused for their defaults
-        target_fraction = _scaled(DEFAULT_TARGET_FRACTION, trigger) if target_fraction is None else target_fraction
-        summary_room = _scaled(DEFAULT_SUMMARY_ROOM, trigger) if summary_room is None else summary_room
-        if summary_role not in ("system", "user"):
-            raise ValueError(f"summary_role must be 'system' or 'user', got {summary_role!r}")
-        if not 0 < summary_fraction <= 1:
-            raise ValueError(f"summary_fraction must be in (0, 1], got {summary_fraction}")
+        # a mapping too (options read from JSON: resume-qa's --hook); pydantic says what is wrong and where
+        self.config = config = HookConfig() if config is None else HookConfig.model_validate(config)
         if model_max_tokens <= 0:
             raise ValueError(f"model_max_tokens must be positive, got {model_max_tokens}")
-        if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
-            raise ValueError(f"keep_last must be an int >= 0, got {keep_last!r}")
-        if keep_first is not None and keep_first < 0:
-            raise ValueError(f"keep_first must be None or >= 0, got {keep_first}")
-        if soft_fraction is not None and not 0 < soft_fraction < trigger.token_fraction:
-            raise ValueError(
-                f"soft_fraction must be None or between 0 and the trigger's token_fraction "
-                f"({trigger.token_fraction}), got {soft_fraction}"
-            )
-        if render not in RENDERS:
-            raise ValueError(f"render must be one of {', '.join(RENDERS)}, got {render!r}")
-        if not 0 <= summary_keep_share <= 1:
-            raise ValueError(f"summary_keep_share must be in [0, 1], got {summary_keep_share}")
-        self.summary_keep_share = summary_keep_share
-        if not 0 < target_fraction <= 1:
-            raise ValueError(f"target_fraction must be in (0, 1], got {target_fraction}")
-        if not 0 <= summary_room < trigger.token_fraction:
-            raise ValueError(f"summary_room must be in [0, {trigger.token_fraction}), got {summary_room}")
         listeners = [] if on_compaction is None else [on_compaction] if callable(on_compaction) else list(on_compaction)
         for listener in listeners:
             if not callable(listener) or inspect.iscoroutinefunction(listener):
                 raise TypeError(f"on_compaction takes plain callables (metrics, summary), got {listener!r}")
+        trigger, soft_fraction = config.trigger, config.soft_fraction
+        self.summary_keep_share = config.summary_keep_share
         self.model_max_tokens = model_max_tokens
         self.archive_path = database_path(archive_path)
         self._archive_arg = archive_path
         self._archive: Archive | None = None  # opened at the first compaction or recall
-        self.session = session or uuid.uuid4().hex
-        self.recall_note = recall_note
-        self.summary_role = summary_role
-        self.render: Render = render
+        self.session = config.session or uuid.uuid4().hex
+        self.recall_note = config.recall_note
+        self.summary_role = config.summary_role
+        self.render: Render = config.render
         self.soft_fraction = soft_fraction
         self.listeners: list[Listener] = listeners
         self._tool_offered = False
@@ -207,13 +129,12 @@ class CompactionHook:
         self.trigger = trigger
         soft_tokens = None if soft_fraction is None else soft_fraction * model_max_tokens
         self._running = RunningTrigger(self.counter, model_max_tokens, soft_tokens)  # the step's inputs
-        self.keep_last = keep_last
-        self.keep_first = keep_first
-        self.summary_fraction, self.summary_max_tokens = summary_fraction, summary_max_tokens
-        self.summary_ratio = summary_ratio
+        self.keep_last, self.keep_first = config.keep_last, config.keep_first
+        summary_fraction, self.summary_floor_tokens = config.summary_fraction, config.summary_floor_tokens
+        self.summary_fraction, self.summary_ratio = summary_fraction, config.summary_ratio
         # the budget of a summary that replaces nothing (the fixed part of the rule, budget.py)
         self.summary_tokens = summary_budget(
-            0, model_max_tokens, fraction=summary_fraction, floor=summary_max_tokens, ratio=None
+            0, model_max_tokens, fraction=summary_fraction, floor=self.summary_floor_tokens, ratio=None
         )
         self.constraint_tokens = int(summary_fraction * model_max_tokens)  # then a long user turn is split
         self.turns_since_last_compression = 0
@@ -221,11 +142,11 @@ class CompactionHook:
         self.last_decision: CompressionDecision | None = None
         self.summary: CompressedContext | None = None
         self._merged: CompressedContext | None = None  # ``summary`` before any cut (module docstring)
-        self.target_fraction = target_fraction
-        self.guard = Guard(model_max_tokens, target_fraction, trigger.token_fraction)
+        self.target_fraction = config.target
+        self.guard = Guard(model_max_tokens, self.target_fraction, trigger.token_fraction)
         self.target_tokens = self.guard.target_tokens
         self.trigger_tokens = int(trigger.token_fraction * model_max_tokens)
-        self.summary_room, self.room_tokens = summary_room, int(summary_room * model_max_tokens)
+        self.summary_room, self.room_tokens = config.room, int(config.room * model_max_tokens)
         self._messages = MessageCache()
         self._empty_summary_tokens: int | None = None
         self._lock = threading.RLock()  # one step or compaction of this hook at a time (listeners may re-enter)
@@ -411,7 +332,7 @@ class CompactionHook:
         if self.summary_ratio is None:
             return self.summary_tokens
         region = sum(self.counter.message_counts(parsed[plan.head : plan.cut]))
-        fraction, floor, ratio = self.summary_fraction, self.summary_max_tokens, self.summary_ratio
+        fraction, floor, ratio = self.summary_fraction, self.summary_floor_tokens, self.summary_ratio
         return summary_budget(region, self.model_max_tokens, fraction=fraction, floor=floor, ratio=ratio)
 
     def _summarise(self, parsed: list[Message], plan: Plan, previous: CompressedContext | None) -> CompressionResult:

@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from offline_compress.archive import store as archive_module  # noqa: E402
 from offline_compress.archive.store import Archive  # noqa: E402
 from offline_compress.cli import write_atomic  # noqa: E402
+from offline_compress.config import HookConfig
 
 MESSAGES_PER_WRITE = 20
 
@@ -78,7 +79,7 @@ def compact(fixture: str, db: str, state: str, point: str = "") -> None:
 
         archive_module.sqlite3.connect = traced  # type: ignore[attr-defined]
 
-    hook = CompactionHook(10_000, archive_path=db, session="crash", compressor=Compressor(None))
+    hook = CompactionHook(10_000, HookConfig(session="crash"), archive_path=db, compressor=Compressor(None))
     new = hook.compact(history)
     write_atomic(Path(state), json.dumps(new, ensure_ascii=False))
     if point == "saved":

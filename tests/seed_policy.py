@@ -15,5 +15,5 @@ SEED_POLICY: dict[str, Any] = {
     "trigger": SEED_TRIGGER,
     "target_fraction": 0.5,
     "summary_room": 0.2,
-    "summary_max_tokens": 4608,
+    "summary_floor_tokens": 4608,
 }

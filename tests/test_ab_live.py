@@ -31,6 +31,7 @@ from evaluation.agent_loop import (
     truncate_output,
 )
 from evaluation.llama_server import free_port
+from offline_compress.config import HookConfig
 
 REPO = Path(__file__).resolve().parent.parent
 TASKS_FILE = REPO / "eval" / "tasks" / "tasks.jsonl"
@@ -573,7 +574,7 @@ def test_compacting_agent_compacts_and_keeps_the_full_trajectory(tmp_path: Path)
     cfg = builtin_config("mini_textbased")
     with ScriptedEndpoint(lambda i, _: script[min(i, len(script) - 1)]) as endpoint:
         hook = CompactionHook(
-            4096, archive_path=tmp_path / "archive.sqlite3", compressor=Compressor(None), recall_note=""
+            4096, HookConfig(recall_note=""), archive_path=tmp_path / "archive.sqlite3", compressor=Compressor(None)
         )
         agent = CompactingAgent(
             local_model(endpoint.url, "scripted-model", **cfg["model"]),

@@ -22,6 +22,7 @@ from offline_compress import CompactionHook, Compressor
 from offline_compress.archive.recall import RECALL_NOTE, RECALL_TOOL_NAME
 from offline_compress.archive.store import Archive, ArchiveError, default_archive_path, fts_query, snippet
 from offline_compress.cli import main
+from offline_compress.config import HookConfig
 from offline_compress.errors import InputError
 from offline_compress.formats import load_history
 from offline_compress.history.messages import Message
@@ -104,7 +105,7 @@ def db_state(path):
 
 
 def test_restore_is_exact_after_chained_compactions(extractive, trajectory, tmp_path):
-    hook = CompactionHook(10**6, archive_path=tmp_path / "a.sqlite3", session="s", compressor=extractive)
+    hook = CompactionHook(10**6, HookConfig(session="s"), archive_path=tmp_path / "a.sqlite3", compressor=extractive)
     hook.recall_tool()  # the agent is offered the tool: the summary says it can recall
     given = replay(hook, trajectory, every=3)
     assert len(given) >= 3
@@ -364,7 +365,7 @@ def test_jsonl_import_export_roundtrip(tmp_path):
 
 def test_cli_show_recall_restore(extractive, trajectory, tmp_path, capsys):
     db = tmp_path / "a.sqlite3"
-    hook = CompactionHook(10**6, archive_path=db, session="run-1", compressor=extractive)
+    hook = CompactionHook(10**6, HookConfig(session="run-1"), archive_path=db, compressor=extractive)
     hook.compact(trajectory)
     capsys.readouterr()
     assert main(["show", str(db), "--json"]) == 0
@@ -450,7 +451,7 @@ def test_a_compaction_killed_anywhere_leaves_a_consistent_archive(point, extract
         else:
             assert archive.compactions() == [] and archive.recall("django") == []
     # the database goes on working: the next compaction of the same session
-    hook = CompactionHook(10**6, archive_path=db, session="crash", compressor=extractive)
+    hook = CompactionHook(10**6, HookConfig(session="crash"), archive_path=db, compressor=extractive)
     hook.compact(trajectory)
     assert hook.metrics[-1].compaction == (2 if committed else 1)
     assert db_state(db) == (hook.metrics[-1].compaction, [])

@@ -22,6 +22,7 @@ from seed_policy import SEED_POLICY
 from evaluation import load
 from offline_compress import CompactionHook, Compressor
 from offline_compress.archive.store import Archive
+from offline_compress.config import HookConfig
 from offline_compress.history.cut import cut_index
 from offline_compress.history.messages import as_messages
 from offline_compress.history.plan import plan_compaction
@@ -192,13 +193,10 @@ def test_background_swap_is_exact(extractive_compressor, requests_history, tmp_p
     counter = get_counter()
     hook = CompactionHook(
         WINDOW,
+        HookConfig(soft_fraction=0.5, **{**SEED_POLICY, "summary_room": 0}),
         archive_path=database,
         compressor=extractive_compressor,
-        soft_fraction=0.5,
         counter=counter,
-        # the trigger at 60%, where it fires often; no room rule: a recent message cut for the summary's room is read
-        # whole by a later summary (test_summary_room.py), which this test's own summary of the snapshot does not do
-        **{**SEED_POLICY, "summary_room": 0},
     )
     carried = []  # after each step: the summary the hook merges at its next compaction (CompressionResult.carried)
 
@@ -275,7 +273,10 @@ def test_a_history_that_diverged_from_the_snapshot_is_compacted_as_usual(
     change, extractive_compressor, requests_history, tmp_path
 ):
     hook = CompactionHook(
-        WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=extractive_compressor, soft_fraction=0.5, **SEED_POLICY
+        WINDOW,
+        HookConfig(soft_fraction=0.5, **SEED_POLICY),
+        archive_path=tmp_path / "a.sqlite3",
+        compressor=extractive_compressor,
     )
     soft = _crossing(hook, requests_history)
     assert hook.before_step(requests_history[:soft]) == requests_history[:soft]  # starts the background summary
@@ -286,7 +287,9 @@ def test_a_history_that_diverged_from_the_snapshot_is_compacted_as_usual(
     elif change == "dropped":  # the caller dropped a message (a short one: still past the trigger)
         del history[5]
     new = hook.before_step(history)
-    fresh = CompactionHook(WINDOW, archive_path=tmp_path / "f.sqlite3", compressor=extractive_compressor, **SEED_POLICY)
+    fresh = CompactionHook(
+        WINDOW, HookConfig(**SEED_POLICY), archive_path=tmp_path / "f.sqlite3", compressor=extractive_compressor
+    )
     expected = fresh.before_step(history)
     assert hook.metrics[-1].outcome == "compacted"
     if change == "none":  # the control: the background summary is used, and it differs from the synchronous one
@@ -306,7 +309,10 @@ def test_a_failing_background_summary_falls_back_to_compacting_now(requests_hist
             return super().compress_detailed(*args, **kwargs)
 
     hook = CompactionHook(
-        WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=Failing(None), soft_fraction=0.5, **SEED_POLICY
+        WINDOW,
+        HookConfig(soft_fraction=0.5, **SEED_POLICY),
+        archive_path=tmp_path / "a.sqlite3",
+        compressor=Failing(None),
     )
     soft = _crossing(hook, requests_history)
     hook.before_step(requests_history[:soft])
@@ -319,9 +325,9 @@ def test_a_failing_background_summary_falls_back_to_compacting_now(requests_hist
 
 def test_soft_fraction_must_be_below_the_trigger():
     with pytest.raises(ValueError, match="soft_fraction"):
-        CompactionHook(1000, soft_fraction=0.85)  # the trigger's own share
+        CompactionHook(1000, HookConfig(soft_fraction=0.85))  # the trigger's own share
     with pytest.raises(ValueError, match="soft_fraction"):
-        CompactionHook(1000, soft_fraction=0)
+        CompactionHook(1000, HookConfig(soft_fraction=0))
 
 
 # ---------------------------------------------------------------------------------------------- 16 loops
@@ -357,7 +363,9 @@ def test_the_load_checks_can_fail(extractive_compressor, tmp_path):
     database = tmp_path / "a.sqlite3"
     loops, _ = load.run_concurrent(
         base,
-        lambda name: CompactionHook(4096, archive_path=database, session=name, compressor=extractive_compressor),
+        lambda name: CompactionHook(
+            4096, HookConfig(session=name), archive_path=database, compressor=extractive_compressor
+        ),
         "threads",
     )
     distinct = load.distinctive_strings(base)

@@ -16,6 +16,7 @@ import pytest
 from seed_policy import SEED_POLICY
 
 from offline_compress import CompactionHook, Compressor
+from offline_compress.config import HookConfig
 from offline_compress.history.messages import Message, as_messages
 from offline_compress.history.shrink import CUT_NOTE
 from offline_compress.history.trigger import TriggerConfig
@@ -69,7 +70,11 @@ def test_a_compaction_lands_at_the_target_and_the_next_steps_do_not_fire(extract
     """With the summary allowed to be cut (``summary_keep_share=0``), compacting harder lands at the target."""
     counter = get_counter()
     hook = CompactionHook(
-        4000, archive_path=tmp_path / "a.sqlite3", compressor=extractive, counter=counter, summary_keep_share=0.0
+        4000,
+        HookConfig(summary_keep_share=0.0),
+        archive_path=tmp_path / "a.sqlite3",
+        compressor=extractive,
+        counter=counter,
     )
     assert hook.target_tokens == 2000 and hook.guard.hold_tokens == 200  # 50% of the window; a hold: 5% more
     assert hook.trigger_tokens == hook.guard.trigger_tokens == 3400  # 85%
@@ -91,7 +96,7 @@ def test_a_huge_system_prompt_is_said_once_and_the_trigger_held(extractive, tmp_
     window = 4000
     system = "You are a coding agent. " + " ".join(f"Rule {k}: never touch file_{k}.py." for k in range(150))
     head = [{"role": "system", "content": system}, {"role": "user", "content": TASK}]
-    hook = CompactionHook(window, archive_path=tmp_path / "a.sqlite3", compressor=extractive, **SEED_POLICY)
+    hook = CompactionHook(window, HookConfig(**SEED_POLICY), archive_path=tmp_path / "a.sqlite3", compressor=extractive)
     head_tokens = hook.counter.count(as_messages(head))
     assert hook.target_tokens < head_tokens < 0.6 * window  # the head alone is over the target, under the trigger
     with caplog.at_level(logging.INFO, logger="offline_compress.hook"):
@@ -101,7 +106,9 @@ def test_a_huge_system_prompt_is_said_once_and_the_trigger_held(extractive, tmp_
     # held until the history grows by the hold's margin: without a target (1.0: only the window) the same run
     # compacts at every step over the trigger
     options = {**SEED_POLICY, "target_fraction": 1.0}
-    unguarded = CompactionHook(window, archive_path=tmp_path / "b.sqlite3", compressor=extractive, **options)
+    unguarded = CompactionHook(
+        window, HookConfig(**options), archive_path=tmp_path / "b.sqlite3", compressor=extractive
+    )
     unguarded_records = drive(unguarded, head, [tool_step(i, lines=8) for i in range(40)])
 
     def firing_steps(rs: list) -> list[int]:
@@ -198,7 +205,7 @@ def test_think_only_steps_compact_to_the_target_without_a_loop(extractive, tmp_p
 
 
 def test_a_firing_that_cannot_compact_is_held_not_retried_at_every_step(extractive, tmp_path):
-    hook = CompactionHook(2000, archive_path=tmp_path / "a.sqlite3", compressor=extractive, keep_last=40)
+    hook = CompactionHook(2000, HookConfig(keep_last=40), archive_path=tmp_path / "a.sqlite3", compressor=extractive)
     head = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": TASK}]
     drive(hook, head, [tool_step(i, lines=6) for i in range(14)])
     kept = [m for m in hook.metrics if m.outcome == "kept"]
@@ -224,10 +231,10 @@ def test_the_default_path_is_the_plain_compaction_when_nothing_is_wrong(extracti
 
 
 def test_the_target_is_configurable_and_validated(tmp_path):
-    assert CompactionHook(10_000, target_fraction=0.4).target_tokens == 4000
-    assert CompactionHook(10_000, target_fraction=1.0).target_tokens == 9999  # no target but the window
+    assert CompactionHook(10_000, HookConfig(target_fraction=0.4)).target_tokens == 4000
+    assert CompactionHook(10_000, HookConfig(target_fraction=1.0)).target_tokens == 9999  # no target but the window
     with pytest.raises(ValueError, match="target_fraction"):
-        CompactionHook(10_000, target_fraction=0)
+        CompactionHook(10_000, HookConfig(target_fraction=0))
 
 
 def test_by_default_the_summary_is_cut_only_as_far_as_the_trigger_needs(extractive, tmp_path):
@@ -237,7 +244,7 @@ def test_by_default_the_summary_is_cut_only_as_far_as_the_trigger_needs(extracti
     the margin, and since the hold stops at the trigger (2026-12-07), compactions may come at consecutive steps once
     a step adds more than the trigger leaves: the churn the defaults now avoid, test_the_churn_defaults_*.)"""
     window = 4000
-    hook = CompactionHook(window, archive_path=tmp_path / "a.sqlite3", compressor=extractive, **SEED_POLICY)
+    hook = CompactionHook(window, HookConfig(**SEED_POLICY), archive_path=tmp_path / "a.sqlite3", compressor=extractive)
     assert hook.summary_keep_share == 1.0
     head = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": TASK}]
     records = drive(hook, head, [tool_step(i) for i in range(40)])
@@ -258,7 +265,7 @@ def test_the_churn_defaults_leave_room_before_the_next_trigger(extractive, tmp_p
     window = 4000
     hook = CompactionHook(window, archive_path=tmp_path / "a.sqlite3", compressor=extractive)
     assert hook.trigger == TriggerConfig(token_fraction=0.85) and hook.trigger.turn_limit is None
-    assert (hook.target_tokens, hook.trigger_tokens, hook.room_tokens, hook.summary_max_tokens) == (
+    assert (hook.target_tokens, hook.trigger_tokens, hook.room_tokens, hook.summary_floor_tokens) == (
         2000,
         3400,
         1000,
@@ -274,9 +281,9 @@ def test_the_churn_defaults_leave_room_before_the_next_trigger(extractive, tmp_p
     assert max(r["tokens"] for r in records) <= hook.trigger_tokens  # every context handed over leaves 15%
     # the policy before, as options (a trigger as a mapping too: resume-qa's --hook reads JSON)
     seed = CompactionHook(
-        window, archive_path=tmp_path / "b.sqlite3", **{**SEED_POLICY, "trigger": {"token_fraction": 0.6}}
+        window, HookConfig(**{**SEED_POLICY, "trigger": {"token_fraction": 0.6}}), archive_path=tmp_path / "b.sqlite3"
     )
-    assert (seed.trigger_tokens, seed.target_tokens, seed.room_tokens, seed.summary_max_tokens) == (
+    assert (seed.trigger_tokens, seed.target_tokens, seed.room_tokens, seed.summary_floor_tokens) == (
         2400,
         2000,
         800,
@@ -295,7 +302,9 @@ def test_the_next_compaction_merges_the_summary_as_it_was_before_its_cut(tmp_pat
             return super().compress_detailed(*args, **kwargs)
 
     window = 4000
-    hook = CompactionHook(window, archive_path=tmp_path / "a.sqlite3", compressor=Recording(None), **SEED_POLICY)
+    hook = CompactionHook(
+        window, HookConfig(**SEED_POLICY), archive_path=tmp_path / "a.sqlite3", compressor=Recording(None)
+    )
     head = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": TASK}]
     history = list(head)
     written = []  # (the summary in the history, the one kept for the next merge) after each compaction

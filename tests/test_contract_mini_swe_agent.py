@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from offline_compress import CompactionHook, Compressor
+from offline_compress.config import HookConfig
 from offline_compress.history.messages import as_messages
 from offline_compress.history.shrink import CUT_NOTE
 from offline_compress.summary.message import SUMMARY_PREFIX
@@ -88,7 +89,7 @@ def repo(tmp_path: Path, files: int = 20, lines: int = 40) -> Path:
 
 def hook_for(tmp_path: Path, window: int, **kwargs: Any) -> CompactionHook:
     return CompactionHook(
-        window, archive_path=tmp_path / "a.sqlite3", compressor=Compressor(None), recall_note="", **kwargs
+        window, HookConfig(recall_note="", **kwargs), archive_path=tmp_path / "a.sqlite3", compressor=Compressor(None)
     )
 
 

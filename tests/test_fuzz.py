@@ -36,6 +36,7 @@ from seed_policy import SEED_POLICY
 from offline_compress import CompactionHook, CompressedContext, InputError, count_contradictions
 from offline_compress.cli import main
 from offline_compress.compressor import Compressor, compress_context
+from offline_compress.config import HookConfig
 from offline_compress.formats import IMPORTERS, load_history_report, parse_history_report, read_source
 from offline_compress.formats.openhands_eval import InstanceChoiceError
 from offline_compress.history.messages import Message, parse_message
@@ -486,7 +487,9 @@ def test_the_arguments_of_issue_22_give_a_summary_and_a_compaction(arguments, tm
     _assert_compressed(context)
     assert "\ud800" not in context.model_dump_json()  # repaired: U+FFFD, not an escape of the surrogate
     # about 1,500 tokens: over the policy's 60% of 2,000 (the defaults since 2026-12-07 fire at 85%)
-    with CompactionHook(2000, archive_path=tmp_path / "a.sqlite3", compressor=extractive(), **SEED_POLICY) as hook:
+    with CompactionHook(
+        2000, HookConfig(**SEED_POLICY), archive_path=tmp_path / "a.sqlite3", compressor=extractive()
+    ) as hook:
         out = hook.before_step(history)
         assert hook.metrics[-1].outcome == "compacted" and len(out) < len(history)
         _assert_history_out(out, history)

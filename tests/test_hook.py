@@ -10,6 +10,7 @@ import pytest
 
 from offline_compress import CompactionHook, CompressedContext, TriggerConfig
 from offline_compress.compressor import Compressor
+from offline_compress.config import HookConfig
 from offline_compress.summary.message import SUMMARY_PREFIX, summary_message
 from offline_compress.summary.schema import FailedAttempt
 
@@ -53,16 +54,16 @@ def test_head_is_kept_verbatim_and_the_summary_follows_it(extractive, tmp_path):
 
 def test_keep_first_is_configurable(extractive, tmp_path):
     history = HEAD + _steps(10)
-    new = CompactionHook(12_000, archive_path=tmp_path / "a.jsonl", compressor=extractive, keep_first=0).before_step(
-        history
-    )
+    new = CompactionHook(
+        12_000, HookConfig(keep_first=0), archive_path=tmp_path / "a.jsonl", compressor=extractive
+    ).before_step(history)
     assert new[0]["content"].startswith(SUMMARY_PREFIX) and new[1:] == history[-6:]
-    new = CompactionHook(12_000, archive_path=tmp_path / "b.jsonl", compressor=extractive, keep_first=1).before_step(
-        history
-    )
+    new = CompactionHook(
+        12_000, HookConfig(keep_first=1), archive_path=tmp_path / "b.jsonl", compressor=extractive
+    ).before_step(history)
     assert new[0] == HEAD[0] and new[1]["content"].startswith(SUMMARY_PREFIX)
     with pytest.raises(ValueError):
-        CompactionHook(2000, keep_first=-1)
+        CompactionHook(2000, HookConfig(keep_first=-1))
 
 
 def test_a_compaction_that_would_grow_the_history_is_not_done(extractive, tmp_path):
@@ -72,7 +73,10 @@ def test_a_compaction_that_would_grow_the_history_is_not_done(extractive, tmp_pa
     )
     archive = tmp_path / "a.sqlite3"
     hook = CompactionHook(
-        100_000, archive_path=archive, compressor=extractive, trigger=TriggerConfig(turn_limit=1), keep_last=2
+        100_000,
+        HookConfig(trigger=TriggerConfig(turn_limit=1), keep_last=2),
+        archive_path=archive,
+        compressor=extractive,
     )
     hook.turns_since_last_compression = 1
     new = hook.before_step(history)
@@ -84,7 +88,9 @@ def test_a_compaction_that_would_grow_the_history_is_not_done(extractive, tmp_pa
 def test_still_above_the_threshold_is_returned_and_said(extractive, tmp_path):
     history = HEAD + _steps(12, size=900)  # the last 5 messages alone exceed 60% of the window
     snapshot = copy.deepcopy(history)
-    hook = CompactionHook(3000, archive_path=tmp_path / "a.jsonl", compressor=extractive, target_fraction=1.0)
+    hook = CompactionHook(
+        3000, HookConfig(target_fraction=1.0), archive_path=tmp_path / "a.jsonl", compressor=extractive
+    )
     new = hook.before_step(history)
     m = hook.metrics[-1]
     assert m.outcome == "compacted" and m.tokens_after < m.tokens_before and len(new) < len(history)
@@ -140,13 +146,15 @@ def test_compact_forces_a_compaction(extractive, tmp_path):
 
 def test_summary_as_a_user_message_is_found_again_but_a_planted_one_is_not(extractive, tmp_path):
     history = HEAD + _steps(10)
-    hook = CompactionHook(2000, archive_path=tmp_path / "a.jsonl", compressor=extractive, summary_role="user")
+    hook = CompactionHook(
+        2000, HookConfig(summary_role="user"), archive_path=tmp_path / "a.jsonl", compressor=extractive
+    )
     new = hook.before_step(history)
     assert new[2]["role"] == "user" and new[2]["content"].startswith(SUMMARY_PREFIX)
     again = hook.compact(new + _steps(8))
     assert sum(1 for m in again if m["content"].startswith(SUMMARY_PREFIX)) == 1  # merged, not kept twice
     with pytest.raises(ValueError):
-        CompactionHook(2000, summary_role="tool")
+        CompactionHook(2000, HookConfig(summary_role="tool"))
 
 
 def test_the_recall_note_appears_once_the_agent_has_the_tool(extractive, tmp_path):
@@ -186,7 +194,7 @@ def test_a_user_turn_just_after_an_earlier_summary_is_kept_whole(extractive, tmp
     (its instruction sentences only): the replies before it are in the summary, not in the messages it reads."""
     turn = "Here is what the scan printed:\nport 22 open\nport 80 open\nThat is all I have; close port 80 only."
     history = HEAD + _steps(6) + [{"role": "user", "content": turn}] + _steps(2)
-    hook = CompactionHook(16384, archive_path=tmp_path / "a.sqlite3", compressor=extractive, keep_last=5)
+    hook = CompactionHook(16384, HookConfig(keep_last=5), archive_path=tmp_path / "a.sqlite3", compressor=extractive)
     first = hook.compact(history)
     assert first[len(HEAD)]["content"].startswith(SUMMARY_PREFIX) and first[len(HEAD) + 1]["content"] == turn
     assert turn not in hook.summary.user_constraints  # kept verbatim after the summary, not in it

@@ -233,6 +233,7 @@ def test_the_top_level_holds_the_faces_and_few_modules() -> None:
         "__init__",
         "batch",
         "compressor",
+        "config",
         "download",
         "errors",
         "files",

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from offline_compress import CompactionHook, CompressedContext
+from offline_compress.config import HookConfig
 from offline_compress.formats import load_history
 from offline_compress.history.messages import Message
 from offline_compress.summary.message import SUMMARY_PREFIX, parse_summary_message, summary_message
@@ -43,7 +44,7 @@ def drive(hook, messages):
 
 def test_each_compaction_is_logged_and_nothing_at_warning(extractive_compressor, requests_history, tmp_path, caplog):
     hook = CompactionHook(
-        WINDOW, archive_path=tmp_path / "a.sqlite3", compressor=extractive_compressor, soft_fraction=0.5
+        WINDOW, HookConfig(soft_fraction=0.5), archive_path=tmp_path / "a.sqlite3", compressor=extractive_compressor
     )
     with caplog.at_level(logging.DEBUG, logger="offline_compress"):
         drive(hook, requests_history)
@@ -63,10 +64,9 @@ def test_each_compaction_is_logged_and_nothing_at_warning(extractive_compressor,
 def test_the_library_prints_nothing(extractive_compressor, requests_history, tmp_path, capsys):
     hook = CompactionHook(
         WINDOW,
+        HookConfig(soft_fraction=0.5, render="markdown"),
         archive_path=tmp_path / "a.sqlite3",
         compressor=extractive_compressor,
-        soft_fraction=0.5,
-        render="markdown",
     )
     _, recall = hook.recall_tool()
     drive(hook, requests_history)
@@ -249,10 +249,9 @@ def test_a_markdown_summary_is_merged_by_the_hook_and_by_a_new_one(extractive_co
     # target_fraction=1.0: the loop guard's harder cut (tests/test_compaction_loops.py) would drop the oldest step
     hook = CompactionHook(
         WINDOW,
+        HookConfig(render="markdown", target_fraction=1.0),
         archive_path=tmp_path / "a.sqlite3",
         compressor=extractive_compressor,
-        render="markdown",
-        target_fraction=1.0,
     )
     final = drive(hook, requests_history)
     assert hook.compactions >= 2 and final[2]["content"].startswith(SUMMARY_PREFIX + MARKDOWN_TITLE)
@@ -264,10 +263,9 @@ def test_a_markdown_summary_is_merged_by_the_hook_and_by_a_new_one(extractive_co
     # a new hook (another process) given the history reads the Markdown summary back and merges it
     fresh = CompactionHook(
         WINDOW,
+        HookConfig(render="markdown", target_fraction=1.0),
         archive_path=tmp_path / "b.sqlite3",
         compressor=extractive_compressor,
-        render="markdown",
-        target_fraction=1.0,
     )
     read_back = parse_summary_message(Message.model_validate(final[2]))
     assert read_back == hook.summary  # the Markdown holds every field the JSON does
@@ -297,7 +295,7 @@ def test_a_markdown_summary_is_never_mined_and_a_planted_one_is_not_believed(ext
     )
     history = [*head, summary_message(planted, render="markdown"), *steps]
     new = CompactionHook(
-        2000, archive_path=tmp_path / "a.sqlite3", compressor=extractive_compressor, render="markdown"
+        2000, HookConfig(render="markdown"), archive_path=tmp_path / "a.sqlite3", compressor=extractive_compressor
     ).before_step(history)
     doc = parse_summary_message(Message.model_validate(new[2]))
     assert not any("push directly to main" in c for c in doc.user_constraints)
@@ -312,7 +310,7 @@ def test_a_markdown_summary_is_never_mined_and_a_planted_one_is_not_believed(ext
         *steps[6:],
     ]
     new = CompactionHook(
-        2000, archive_path=tmp_path / "b.sqlite3", compressor=extractive_compressor, render="markdown"
+        2000, HookConfig(render="markdown"), archive_path=tmp_path / "b.sqlite3", compressor=extractive_compressor
     ).before_step(history)
     doc = parse_summary_message(Message.model_validate(new[2]))
     assert "always push to main" not in doc.user_constraints
@@ -320,4 +318,4 @@ def test_a_markdown_summary_is_never_mined_and_a_planted_one_is_not_believed(ext
 
 def test_render_is_checked():
     with pytest.raises(ValueError, match="render"):
-        CompactionHook(1000, render="html")
+        CompactionHook(1000, HookConfig(render="html"))

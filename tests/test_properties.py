@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from offline_compress.cli import main
 from offline_compress.compressor import Compressor
+from offline_compress.config import HookConfig
 from offline_compress.errors import OfflineCompressError
 from offline_compress.history.trigger import evaluate_compression
 from offline_compress.hook import CompactionHook
@@ -241,7 +242,7 @@ def check_cli(argv: list[str], capsys: pytest.CaptureFixture[str], *, summary: b
 
 
 def _hook_step(value: list[Any], compressor: Any, archive: Path, max_tokens: int) -> list[Any]:
-    with CompactionHook(max_tokens, compressor=compressor, archive_path=archive, keep_last=3) as hook:
+    with CompactionHook(max_tokens, HookConfig(keep_last=3), compressor=compressor, archive_path=archive) as hook:
         return hook.before_step(value)
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from offline_compress import CompactionHook, InputError
 from offline_compress.compressor import Compressor
+from offline_compress.config import HookConfig
 from offline_compress.history.cut import call_spans, cut_index, head_end, splits_a_call
 from offline_compress.history.messages import MessageCache, parse_message, parse_messages
 from offline_compress.summary.message import SUMMARY_PREFIX
@@ -142,7 +143,9 @@ def test_a_responses_history_compacts_through_the_hook(tmp_path):
     history = HEAD + _steps(8)
     snapshot = copy.deepcopy(history)
     # keep_last=4 puts the plain cut between the two parallel calls of the last turn (call_7a | call_7b).
-    hook = CompactionHook(8000, archive_path=tmp_path / "a.sqlite3", compressor=Compressor(None), keep_last=4)
+    hook = CompactionHook(
+        8000, HookConfig(keep_last=4), archive_path=tmp_path / "a.sqlite3", compressor=Compressor(None)
+    )
     new = hook.before_step(history)
     assert history == snapshot
     m = hook.metrics[-1]

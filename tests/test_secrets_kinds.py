@@ -14,6 +14,7 @@ import pytest
 
 from offline_compress import CompactionHook
 from offline_compress.compressor import Compressor
+from offline_compress.config import HookConfig
 from offline_compress.secrets.redact import find_secrets, redact
 from offline_compress.summary.render import to_markdown
 
@@ -204,7 +205,9 @@ def test_no_output_of_a_compaction_holds_the_secret(
 ) -> None:
     history = _history(text)
     caplog.set_level(logging.DEBUG, logger="offline_compress")
-    with CompactionHook(2000, archive_path=tmp_path / "a.sqlite3", compressor=extractive, render=render) as hook:
+    with CompactionHook(
+        2000, HookConfig(render=render), archive_path=tmp_path / "a.sqlite3", compressor=extractive
+    ) as hook:
         new = hook.before_step(history)
         assert hook.compactions == 1, hook.metrics[-1]
         _, recall = hook.recall_tool()

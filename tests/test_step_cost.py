@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offline_compress import CompactionHook, Compressor
+from offline_compress.config import HookConfig
 from offline_compress.engine import MissingExtraError
 from offline_compress.history.messages import as_messages
 from offline_compress.history.trigger import RunningTrigger, TriggerConfig, decide, last_tool_name
@@ -47,7 +48,11 @@ def _step(k: int) -> list[dict[str, Any]]:
 
 def _hook(tmp_path: Any, counter: Any, window: int = 10**7, trigger: TriggerConfig = FAR) -> CompactionHook:
     return CompactionHook(
-        window, archive_path=tmp_path / "a.sqlite3", compressor=Compressor(None), counter=counter, trigger=trigger
+        window,
+        HookConfig(trigger=trigger),
+        archive_path=tmp_path / "a.sqlite3",
+        compressor=Compressor(None),
+        counter=counter,
     )
 
 

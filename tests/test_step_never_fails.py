@@ -15,6 +15,7 @@ from test_hook import _steps as _long_steps
 
 from offline_compress import CompactionHook, TriggerConfig
 from offline_compress.compressor import Compressor
+from offline_compress.config import HookConfig
 from offline_compress.errors import InputError
 from offline_compress.summary.message import SUMMARY_PREFIX
 
@@ -45,7 +46,7 @@ def lenient(monkeypatch):
 def test_an_internal_error_hands_the_history_back(lenient, tmp_path, caplog):
     history = HEAD + _steps(11)
     snapshot = copy.deepcopy(history)
-    hook = CompactionHook(12_000, archive_path=tmp_path / "a.sqlite3", compressor=Broken(), session="s1")
+    hook = CompactionHook(12_000, HookConfig(session="s1"), archive_path=tmp_path / "a.sqlite3", compressor=Broken())
     with caplog.at_level(logging.ERROR, logger="offline_compress.hook"):
         new = hook.before_step(history)
     assert new == history and new is not history and history == snapshot
@@ -106,12 +107,14 @@ def test_bad_input_is_still_a_clear_error(lenient, tmp_path):
 
 def test_a_low_trigger_is_taken_with_the_default_room_and_target(tmp_path):
     """LangChain's own tests set a 10% trigger: the defaults of the target and the summary's room scale with it."""
-    hook = CompactionHook(12_000, archive_path=tmp_path / "a.sqlite3", trigger=TriggerConfig(token_fraction=0.1))
+    hook = CompactionHook(
+        12_000, HookConfig(trigger=TriggerConfig(token_fraction=0.1)), archive_path=tmp_path / "a.sqlite3"
+    )
     assert hook.summary_room == pytest.approx(0.25 / 8.5) and hook.target_fraction == pytest.approx(0.5 / 8.5)
     default = CompactionHook(12_000, archive_path=tmp_path / "b.sqlite3")  # at the default 85%: unchanged
     assert (default.summary_room, default.target_fraction) == (0.25, 0.5)
     with pytest.raises(ValueError, match="summary_room"):  # a value the user chose is still checked
-        CompactionHook(12_000, trigger=TriggerConfig(token_fraction=0.1), summary_room=0.2)
+        CompactionHook(12_000, HookConfig(trigger=TriggerConfig(token_fraction=0.1), summary_room=0.2))
 
 
 class FirstProtocolCounter:

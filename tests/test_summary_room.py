@@ -15,6 +15,7 @@ import pytest
 from seed_policy import SEED_POLICY
 
 from offline_compress import CompactionHook, Compressor
+from offline_compress.config import HookConfig
 from offline_compress.history.applied import Applied, uncut
 from offline_compress.history.cut import cut_index
 from offline_compress.history.messages import as_messages, parse_message
@@ -106,9 +107,12 @@ def summary_tokens(hook: CompactionHook, history: list[Any]) -> int:
 
 def test_the_recent_messages_give_way_before_the_summary_is_cut_below_its_room(extractive, tmp_path):
     history = squeezed_history()
-    room = CompactionHook(8192, archive_path=tmp_path / "a.sqlite3", compressor=extractive, **SEED_POLICY)
+    room = CompactionHook(8192, HookConfig(**SEED_POLICY), archive_path=tmp_path / "a.sqlite3", compressor=extractive)
     none = CompactionHook(
-        8192, archive_path=tmp_path / "b.sqlite3", compressor=extractive, **{**SEED_POLICY, "summary_room": 0}
+        8192,
+        HookConfig(**{**SEED_POLICY, "summary_room": 0}),
+        archive_path=tmp_path / "b.sqlite3",
+        compressor=extractive,
     )
     with_room, without = room.before_step(history), none.before_step(history)
     assert room.compactions == none.compactions == 1
@@ -130,9 +134,11 @@ def test_the_recent_messages_give_way_before_the_summary_is_cut_below_its_room(e
 
 def test_room_zero_is_validated_and_the_earlier_rule(tmp_path):
     with pytest.raises(ValueError, match="summary_room"):
-        CompactionHook(8192, archive_path=tmp_path / "a.sqlite3", summary_room=0.85)  # not under the trigger
+        CompactionHook(
+            8192, HookConfig(summary_room=0.85), archive_path=tmp_path / "a.sqlite3"
+        )  # not under the trigger
     with pytest.raises(ValueError, match="summary_room"):
-        CompactionHook(8192, archive_path=tmp_path / "a.sqlite3", summary_room=-0.1)
+        CompactionHook(8192, HookConfig(summary_room=-0.1), archive_path=tmp_path / "a.sqlite3")
 
 
 def test_a_later_compaction_reads_a_cut_message_whole(extractive, tmp_path):
@@ -145,7 +151,7 @@ def test_a_later_compaction_reads_a_cut_message_whole(extractive, tmp_path):
     lines = ["checking ... ok " * 250] * 7  # about 5,500 tokens: cut to make room
     lines[3] = sentinel
     history[-1] = {**history[-1], "content": "\n".join(lines)}
-    hook = CompactionHook(8192, archive_path=tmp_path / "a.sqlite3", compressor=extractive, **SEED_POLICY)
+    hook = CompactionHook(8192, HookConfig(**SEED_POLICY), archive_path=tmp_path / "a.sqlite3", compressor=extractive)
     live = hook.before_step(history)
     assert hook.compactions == 1 and hook.metrics[-1].shortened == 1
     assert "quux_registry_7781" not in json.dumps(live)  # cut from the context the agent sees

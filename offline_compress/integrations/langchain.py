@@ -53,6 +53,7 @@ except ImportError as err:  # pragma: no cover - depends on the installed extras
     ) from None
 
 from ..archive.recall import RECALL_NOTE, RECALL_TOOL_NAME, recall_handler, tool_definition
+from ..config import HookConfig
 from ..errors import InputError
 from ..history.messages import parse_message
 from ..hook import CompactionHook
@@ -148,6 +149,9 @@ def profile_window(model: Any) -> int | None:
     return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0 else None
 
 
+_HOOK_ARGS = ("archive_path", "compressor", "counter", "on_compaction")  # the rest: HookConfig's fields
+
+
 class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Compacts the conversation before a model call when ``CompactionHook``'s trigger fires.
 
@@ -157,9 +161,10 @@ class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ``SummarizationMiddleware`` does, since some providers accept system messages only first) or a
     ``SystemMessage``. ``recall``: offer the ``recall`` tool (default off: a model that takes no tools must work,
     and ``SummarizationMiddleware`` offers none). ``session_prefix``: archive sessions are ``session_prefix +
-    thread_id``. Other keyword arguments go to each ``CompactionHook`` (``archive_path``, ``compressor``,
-    ``keep_last``, ``keep_first``, ``trigger``, ``counter``, ``summary_fraction``, ``summary_max_tokens``,
-    ``target_fraction``, ``summary_room``)."""
+    thread_id``. Other keyword arguments go to each ``CompactionHook``: ``archive_path``, ``compressor``,
+    ``counter`` and ``on_compaction`` as they are, the rest as fields of its ``HookConfig`` (``keep_last``,
+    ``keep_first``, ``trigger``, ``summary_fraction``, ``summary_floor_tokens``, ``target_fraction``,
+    ``summary_room``, ...)."""
 
     def __init__(
         self,
@@ -197,12 +202,13 @@ class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             "recall_note": RECALL_NOTE if recall else "",
             "summary_role": "user" if summary_role == "human" else "system",
         }
-        CompactionHook(model_max_tokens, **hook_options)  # bad options fail here, not at the first model call
+        self._hook_args = {k: hook_options.pop(k) for k in _HOOK_ARGS if k in hook_options}
+        self._config = HookConfig.model_validate(hook_options)  # bad options fail here, not at the first model call
+        CompactionHook(model_max_tokens, self._config, **self._hook_args)
         self.model_max_tokens = model_max_tokens
         self.summary_role = summary_role
         self.session_prefix = session_prefix
         self.recall_enabled = recall
-        self._hook_options = hook_options
         self._hooks: OrderedDict[str, CompactionHook] = OrderedDict()
         self._lock = threading.Lock()
         self.tools: list[BaseTool] = [self._recall_tool()] if recall else []
@@ -227,7 +233,8 @@ class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 return self._hooks[key]
             thread = key.removeprefix("thread:") if key and key.startswith("thread:") else None
             session = f"{self.session_prefix}{thread}" if thread is not None else None  # None: a new uuid
-            hook = CompactionHook(self.model_max_tokens, session=session, **self._hook_options)
+            config = self._config.model_copy(update={"session": session})
+            hook = CompactionHook(self.model_max_tokens, config, **self._hook_args)
             if key is not None:
                 self._hooks[key] = hook
                 while len(self._hooks) > MAX_CONVERSATIONS:

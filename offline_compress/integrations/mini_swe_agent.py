@@ -5,14 +5,14 @@ history through a ``CompactionHook`` before every model query, the extension poi
 ::
 
     from minisweagent.environments.local import LocalEnvironment
-    from offline_compress import CompactionHook
+    from offline_compress import CompactionHook, HookConfig
     from offline_compress.integrations.mini_swe_agent import CompactingAgent, builtin_config, local_model
 
     config = builtin_config("mini_textbased")            # mini-swe-agent's own templates
     model = local_model("http://127.0.0.1:8000/v1", "gemma", **config["model"])
-    agent = CompactingAgent(model, LocalEnvironment(cwd="repo", **config["environment"]),
-                            hook=CompactionHook(model_max_tokens=32_768, archive_path="archive.sqlite3",
-                                                recall_note=""),  # no recall tool in mini-swe-agent
+    hook = CompactionHook(32_768, HookConfig(recall_note=""),  # no recall tool in mini-swe-agent
+                          archive_path="archive.sqlite3")
+    agent = CompactingAgent(model, LocalEnvironment(cwd="repo", **config["environment"]), hook=hook,
                             **config["agent"])
     agent.run("Fix the failing test in tests/test_x.py")
     agent.trajectory   # every message of the run; agent.messages is what the model saw last

@@ -72,12 +72,13 @@ except ImportError as err:  # pragma: no cover - depends on the installed extras
     ) from None
 
 from ..compressor import Compressor, default_compressor
+from ..config import DEFAULT_SUMMARY_FLOOR_TOKENS, DEFAULT_SUMMARY_FRACTION, HookConfig
 from ..extract.constraints import MAX_TURN_CHARS
 from ..history.cut import cut_index
 from ..history.messages import Message, as_messages
 from ..history.plan import Plan, plan_compaction
 from ..history.trigger import TriggerConfig, evaluate_compression
-from ..hook import DEFAULT_SUMMARY_FRACTION, DEFAULT_SUMMARY_MAX_TOKENS, CompactionHook
+from ..hook import CompactionHook
 from ..secrets.redact import redact
 from ..summary import schema as S
 from ..summary.harder import FLOOR_TOKENS
@@ -164,8 +165,8 @@ class OfflineCondenser(RollingCondenser):
     compressor's model (manifest name or ``.gguf`` path; None: extractive, no model; loaded at the first
     condensation, and a model that cannot load fails that condensation, not the conversation). ``archive_path``,
     ``session``: where the replaced events are archived (``CompactionHook``; default a new session id per
-    condenser). ``summary_fraction``, ``summary_max_tokens``, ``target_fraction``: the summary's token budget and
-    the loop guard's target (``CompactionHook``'s). ``compressor=``: an already loaded ``Compressor`` to share
+    condenser). ``summary_fraction``, ``summary_floor_tokens``, ``target_fraction``: the summary's token budget and
+    the loop guard's target (``HookConfig``'s). ``compressor=``: an already loaded ``Compressor`` to share
     (not serialised)."""
 
     max_tokens: int | None = Field(default=None, gt=0)
@@ -176,7 +177,7 @@ class OfflineCondenser(RollingCondenser):
     session: str | None = None
     trigger: TriggerConfig = TriggerConfig()
     summary_fraction: float = Field(default=DEFAULT_SUMMARY_FRACTION, gt=0, le=1)
-    summary_max_tokens: int = Field(default=DEFAULT_SUMMARY_MAX_TOKENS, gt=0)
+    summary_floor_tokens: int = Field(default=DEFAULT_SUMMARY_FLOOR_TOKENS, gt=0)
     target_fraction: float | None = Field(default=None, gt=0, le=1)  # None: the hook's default
 
     _compressor: Compressor | None = PrivateAttr(default=None)
@@ -195,21 +196,18 @@ class OfflineCondenser(RollingCondenser):
         budget is a share of the window). Created on first use, again if the window changes, same session."""
         if self._hook is None or self._hook.model_max_tokens != window:
             archive = Path(self.archive_path) if self.archive_path else None
-            # unset, the target is the hook's own (half the window; scaled down under a trigger set lower)
-            target: dict[str, Any] = {} if self.target_fraction is None else {"target_fraction": self.target_fraction}
             # recall_note="": a condenser cannot offer the agent a tool, so the summary must not mention one. The
             # compressor is set at each condensation (``summariser``): loading a model may fail, and must fail there.
-            self._hook = CompactionHook(
-                window,
-                archive_path=archive,
+            # Unset, the target is the hook's own (half the window; scaled down under a trigger set lower).
+            config = HookConfig(
                 session=self.session or self._session,
-                compressor=Compressor(None),
                 trigger=self.trigger,
                 recall_note="",
                 summary_fraction=self.summary_fraction,
-                summary_max_tokens=self.summary_max_tokens,
-                **target,
+                summary_floor_tokens=self.summary_floor_tokens,
+                target_fraction=self.target_fraction,
             )
+            self._hook = CompactionHook(window, config, archive_path=archive, compressor=Compressor(None))
         return self._hook
 
     def summariser(self) -> Compressor:
