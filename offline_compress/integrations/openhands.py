@@ -459,8 +459,8 @@ class OfflineCondenser(RollingCondenser):
             raise SummaryFailed(metrics.note)
         if metrics.outcome != "compacted":
             raise NoCondensationAvailableException(f"offline_compress kept the history: {metrics.note}")
-        if metrics.head != head or len(new) != head + 1 + len(messages) - cut:
-            raise AssertionError(
+        if metrics.head != head or len(new) != head + 1 + len(messages) - cut:  # a fault of ours: never the view's
+            raise SummaryFailed(
                 f"the hook cut at {metrics.head}..{len(messages) - (len(new) - head - 1)}, "
                 f"not at the view's boundaries {head}..{cut}"
             )
