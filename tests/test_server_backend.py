@@ -418,3 +418,34 @@ def test_compression_through_llama_cpp_python_server_is_schema_valid(llama_serve
     assert type(result.context).model_validate_json(document) == result.context
     assert result.context.tool_calls_summary  # the exact facts are there as in process
     assert result.context.recent_narrative
+
+
+def test_cli_compress_written_through_a_server(tmp_path, capsys):
+    """``--written``: the server gets the written state's schema and the state goes into the summary; without a
+    model to write, one line and exit status 2."""
+    state = {
+        "decisions": [],
+        "failures": [],
+        "task_state": {"completed": [], "remaining": [], "blockers": []},
+        "narrative": "The agent fixed the missing colon and ran the script again.",
+        "next_step": "",
+    }
+
+    def respond(method: str, path: str, body: Any) -> tuple[int, Any]:
+        if path == "/v1/chat/completions":
+            return 200, completion(json.dumps(state))
+        return not_found(method, path, body)
+
+    out = tmp_path / "summary.json"
+    with fake_server(respond) as (url, received):
+        argv = ["compress", str(FIXTURE), "--backend", "openai", "--base-url", url, "--model", "m", "--written"]
+        argv += ["--n-ctx", "16384"]  # an unknown server is taken for 4,096 tokens: too few for a written prompt
+        code = cli_main([*argv, "-o", str(out)])
+    assert code == 0, capsys.readouterr().err
+    assert json.loads(out.read_text())["recent_narrative"].startswith(state["narrative"])
+    sent = json.dumps(next(b for _, p, b in received if p == "/v1/chat/completions"))
+    assert '"next_step"' in sent and '"narrative"' in sent  # the written state's schema, not the 270M draft's
+    assert cli_main(["compress", str(FIXTURE), "--written"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "offline-compress: error: --written needs a model to write: --backend openai --base-url URL, or --model"
+    )

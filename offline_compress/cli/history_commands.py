@@ -49,10 +49,13 @@ def cmd_compress(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     server = backend_from_args(args)
     model = None if args.no_model else args.model
+    if args.written and server is None and model is None:
+        raise ValueError("--written needs a model to write: --backend openai --base-url URL, or --model")
     if server is None and model is not None:
         progress("loading the model and compiling the grammar (once per process)")
     compressor = Compressor(
         model,
+        written=args.written,
         keep_last=args.keep_last,
         max_tokens=args.max_tokens,
         n_threads=args.threads,
@@ -120,6 +123,13 @@ def add_history_parsers(sub: Any) -> None:
     )
     p.add_argument(
         "--no-model", action="store_true", help="extractive only (the default; kept for scripts that pass it)"
+    )
+    p.add_argument(
+        "--written",
+        action="store_true",
+        help="the written-state mode: a capable model (a server's, --backend openai, or a larger GGUF) writes the "
+        "decisions, failure reasons, task state and next step beside what is read exactly (docs/backends.md); "
+        "needs --model or --backend openai",
     )
     p.add_argument("--keep-last", type=int, default=5, help="messages kept out of the summary (default 5)")
     p.add_argument("--max-tokens", type=int, default=2048, help="output token budget of the model (default 2048)")
