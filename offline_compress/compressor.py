@@ -18,7 +18,6 @@ Outlines ``Generator``. ``compress_context`` does the same with a shared default
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -33,6 +32,7 @@ from pydantic import BaseModel, ValidationError
 
 from .engine import Backend, Generation, PromptTooLongError
 from .errors import EmptyHistoryError
+from .extract.calls import parse_arguments
 from .extract.facts import Facts, extract_facts
 from .extract.task import extract_task
 from .history.conventions import is_tool_output
@@ -485,13 +485,9 @@ def _grounding_index(
 
 
 def _argument_values(raw: str) -> list[str]:
-    """The string values of a call's JSON arguments, decoded (none when they are not JSON)."""
-    try:
-        value = json.loads(raw) if raw.strip() else None
-    except ValueError:
-        return []
+    """The string values of a call's arguments, decoded (``extract.calls.parse_arguments``)."""
     out: list[str] = []
-    pending = [value]
+    pending = [parse_arguments(raw)]
     while pending:
         item = pending.pop()
         if isinstance(item, str):

@@ -6,14 +6,13 @@ strict ``json_schema``), and the in-process model (Outlines compiles the written
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_server import fake_server
 from seed_scenario import history
 
 from offline_compress import CompactionHook, Compressor
@@ -110,35 +109,17 @@ def test_the_environment_makes_the_default_compressor_write(tmp_path, monkeypatc
 @contextmanager
 def chat_server(content: str) -> Iterator[tuple[str, list[Any]]]:
     """An OpenAI-compatible chat server that answers every completion with ``content``; yields (URL, bodies)."""
-    bodies: list[Any] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def _send(self, status: int, payload: Any) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def respond(method: str, path: str, body: Any) -> tuple[int, Any]:
+        if method == "GET":
+            return 200, {"data": [{"id": "agent-model"}]} if path == "/v1/models" else {}
+        usage = {"prompt_tokens": 1900, "completion_tokens": 620}
+        return 200, {"choices": [{"message": {"role": "assistant", "content": content}}], "usage": usage}
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            self._send(200, {"data": [{"id": "agent-model"}]} if self.path == "/v1/models" else {})
-
-        def do_POST(self) -> None:  # noqa: N802
-            bodies.append(json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0))))
-            usage = {"prompt_tokens": 1900, "completion_tokens": 620}
-            self._send(200, {"choices": [{"message": {"role": "assistant", "content": content}}], "usage": usage})
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", bodies
-    finally:
-        server.shutdown()
-        server.server_close()
+    with fake_server(respond) as (url, received):
+        bodies: list[Any] = []
+        yield url, bodies
+        bodies += [body for method, _, body in received if method == "POST"]
 
 
 def test_a_server_gets_the_written_schema_as_a_strict_json_schema():

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_server import fake_server
 from seed_scenario import history
 
 from offline_compress import Compressor
@@ -131,37 +130,16 @@ def test_a_prompt_the_backend_finds_over_its_window_falls_back(written):
 def server_over_its_window() -> Iterator[str]:
     """A llama-server-like HTTP server whose completions answer 400 "exceeds the available context size"."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def _send(self, status: int, payload: Any) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def respond(method: str, path: str, body: Any) -> tuple[int, Any]:
+        if method == "GET":
+            if path == "/v1/models":
+                return 200, {"data": [{"id": "agent-model", "owned_by": "llamacpp"}]}
+            return 404, {"error": "not found"}
+        message = "the request exceeds the available context size, try increasing it"
+        return 400, {"error": {"code": 400, "message": message, "type": "exceed_context_size_error"}}
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            if self.path == "/v1/models":
-                self._send(200, {"data": [{"id": "agent-model", "owned_by": "llamacpp"}]})
-            else:
-                self._send(404, {"error": "not found"})
-
-        def do_POST(self) -> None:  # noqa: N802
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            message = "the request exceeds the available context size, try increasing it"
-            self._send(400, {"error": {"code": 400, "message": message, "type": "exceed_context_size_error"}})
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with fake_server(respond) as (url, _):
+        yield url
 
 
 def test_a_server_that_says_the_prompt_is_over_its_window_leaves_the_extractive_summary():

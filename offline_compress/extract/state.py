@@ -145,7 +145,7 @@ def _shell_change(command: str, path: str) -> tuple[str, list[str]]:
     return "modified", [first.strip()]
 
 
-def _files(events: Sequence[ToolEvent], messages: Sequence[Message]) -> list[FileState]:
+def _files(events: Sequence[ToolEvent]) -> list[FileState]:
     seen_before = {p for e in events for p in e.files_read}
     state: dict[str, FileState] = {}
     for e in events:
@@ -232,7 +232,7 @@ def working_state(messages: Sequence[Message], events: Sequence[ToolEvent], star
     # open items: the list in the agent's latest words to the user (a text with no call), among its last texts
     told = next((m.text for m in reversed(texts[-3:]) if not m.tool_calls and not bash_blocks(m.text)), "")
     return WorkingState(
-        files=tuple(_files(mine, messages)),
+        files=tuple(_files(mine)),
         failures=tuple(failures),
         decisions=tuple(decisions),
         open_items=tuple(_open_items(told)),

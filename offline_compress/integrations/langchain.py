@@ -191,9 +191,6 @@ class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 )
         if summary_role not in ("human", "system"):
             raise ValueError(f"summary_role must be 'human' or 'system', got {summary_role!r}")
-        keep_last = hook_options.get("keep_last", 0)
-        if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
-            raise ValueError(f"keep_last must be an int >= 0, got {keep_last!r}")
         for forbidden in ("session", "recall_note"):
             if forbidden in hook_options:
                 raise ValueError(f"{forbidden}= is set by the middleware (per conversation; recall=)")

@@ -307,10 +307,10 @@ def merge_carried(
     doc = turns_within(doc, bound, budget.counter, stats)
     known = set().union(*(names(t) for t in sources.kept_texts)) if sources.kept_texts else set()
     # a capable model's decisions are what it was asked for: the work log gives way to them (docs/resume.md, round 8)
-    first = () if isinstance(draft, WrittenState) else ("decisions",)
-    shown = fit(doc, budget, stats, known=known, material=material, selector=sources.selector, drop_first=first)
+    first = not isinstance(draft, WrittenState)
+    shown = fit(doc, budget, stats, known=known, material=material, selector=sources.selector, decisions_first=first)
     carried = fit(
-        doc, budget, _Uncounted(), material=material, selector=sources.selector, lasting=True, drop_first=first
+        doc, budget, _Uncounted(), material=material, selector=sources.selector, lasting=True, decisions_first=first
     )
     return shown, carried
 
@@ -336,12 +336,12 @@ def fit(
     material: Sequence[Material] | None = None,
     selector: ScoresPieces | None = None,
     lasting: bool = False,
-    drop_first: tuple[str, ...] = ("decisions",),
+    decisions_first: bool = True,
 ) -> S.CompressedContext:
     """Cut ``doc`` to ``budget.tokens`` (see the module docstring for the order); a ``doc`` within it keeps the
     lines of its work log that add a name (``pack.py``) and all else. Over it: the tool-call entries keep the
-    newest that fit in their share of the budget, the oldest of ``drop_first`` go first (the decisions; none in
-    the written-state mode, whose decisions then go with the completed items); then the work log is packed into
+    newest that fit in their share of the budget, the oldest decisions go first (``decisions_first``; off in the
+    written-state mode, whose decisions then go with the completed items); then the work log is packed into
     the room left (``pack.py``: its pieces by the names they add, newest steps first); then failed attempts,
     completed items and the remaining tool calls go, oldest first. ``material``: the
     work log before any cut (default: ``doc``'s own). ``selector``: the work log's pieces scored by it (pack.py).
@@ -402,7 +402,7 @@ def fit(
     # the decisions go first (the work log says the same words with what was done; measured on resume-qa,
     # docs/resume.md), then the work log fills the room the rest leaves; when the rest alone is over, the oldest
     # completed items, failures and files go
-    if drop_oldest(drop_first, total) <= budget_tokens - reserve:
+    if drop_oldest(("decisions",) if decisions_first else (), total) <= budget_tokens - reserve:
         work_log = list(doc.work_log)
     else:
         base = count_text(build([]).to_json())
@@ -414,8 +414,8 @@ def fit(
             lists["failed_attempts"] = [f.model_copy(update=lean) for f in failed[:-TOLD]] + failed[-TOLD:]
             lists["files"] = [f.model_copy(update={"now": []}) for f in files[:-TOLD]] + files[-TOLD:]
             base = count_text(build([]).to_json())
-            last = ("completed", "decisions", "failed_attempts", "files")
-            drop_oldest(tuple(k for k in last if k not in drop_first), base + reserve)
+            decisions = () if decisions_first else ("decisions",)  # what the first cut left of them stays
+            drop_oldest(("completed", *decisions, "failed_attempts", "files"), base + reserve)
         known = _shown(build([]), known, lasting)  # what the rest of the document says is not paid twice
         work_log = _packed(read(steps, budget.counter, selector), budget_tokens - reserve, budget, known, build)
     stats.clipped_items += len(steps) - len(work_log)

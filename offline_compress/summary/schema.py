@@ -6,6 +6,7 @@ and extra keys are forbidden. ``compressed_context_json_schema()`` exports the J
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Annotated, Any, Literal
 
@@ -53,8 +54,14 @@ class _Sparse(_Strict):
 
     @model_serializer(mode="wrap")
     def _without_empty(self, handler: Any) -> dict[str, Any]:
-        defaults = {k: f.default for k, f in type(self).model_fields.items() if not f.is_required()}
+        defaults = _defaults(type(self))
         return {k: v for k, v in handler(self).items() if k not in defaults or v != defaults[k]}
+
+
+@functools.cache
+def _defaults(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's optional fields and their defaults, read once (every item of every summary is dumped with them)."""
+    return {k: f.default for k, f in model.model_fields.items() if not f.is_required()}
 
 
 class FailedAttempt(_Sparse):
