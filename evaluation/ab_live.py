@@ -26,9 +26,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from offline_compress.config import HookConfig
 from offline_compress.errors import InputError, OfflineCompressError
 from offline_compress.files import write_atomic
+from offline_compress.hook.config import HookConfig
 
 from .agent_loop import (
     AgentRun,

@@ -43,7 +43,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from offline_compress.config import HookConfig
+from offline_compress.hook.config import HookConfig
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -224,7 +224,7 @@ def _work_steps(args: dict[str, Any]) -> dict[str, Any]:
     """Median ``before_step`` time per agent step (a call and its result appended) at each size, the tokenizer
     loaded (the steady state); with ``seed``, the seed's trigger on the same histories too."""
     from offline_compress import CompactionHook
-    from offline_compress.history.trigger import TriggerConfig
+    from offline_compress.hook.trigger import TriggerConfig
 
     rows, fresh = [], itertools.count(10**6)  # every step's messages new to the process (no cache hit)
     with tempfile.TemporaryDirectory() as tmp:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from offline_compress.history.messages import Message, as_messages
-from offline_compress.history.trigger import TriggerConfig
+from offline_compress.hook.trigger import TriggerConfig
 
 from . import probes as P
 from .fitting import load_result, read_json

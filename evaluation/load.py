@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from offline_compress.archive.store import Archive, message_json
-from offline_compress.config import HookConfig
 from offline_compress.errors import OfflineCompressError
+from offline_compress.hook.config import HookConfig
 
 from .replay import find_files, load_trajectory, trajectory_name
 

@@ -25,18 +25,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from offline_compress.config import (
+from offline_compress.errors import InputError, OfflineCompressError
+from offline_compress.files import find_history_files as find_files
+from offline_compress.files import history_name as trajectory_name
+from offline_compress.history.messages import Message, as_messages
+from offline_compress.hook.config import (
     DEFAULT_SUMMARY_FLOOR_TOKENS,
     DEFAULT_SUMMARY_FRACTION,
     DEFAULT_SUMMARY_RATIO,
     DEFAULT_SUMMARY_ROOM,
 )
-from offline_compress.errors import InputError, OfflineCompressError
-from offline_compress.files import find_history_files as find_files
-from offline_compress.files import history_name as trajectory_name
-from offline_compress.history.messages import Message, as_messages
-from offline_compress.history.trigger import TriggerConfig
-from offline_compress.summary.harder import KEEP_SHARE
+from offline_compress.hook.harder import KEEP_SHARE
+from offline_compress.hook.trigger import TriggerConfig
 
 from . import probes as P
 from .churn import ChurnRecorder, aggregate_churn, format_churn

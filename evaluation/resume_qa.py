@@ -40,8 +40,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from offline_compress.config import HookConfig
 from offline_compress.history.messages import Message, as_messages
+from offline_compress.hook.config import HookConfig
 
 from .probes import KEEP_LAST, head_end, tail_start
 

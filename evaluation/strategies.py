@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from offline_compress.config import HookConfig
 from offline_compress.history.messages import Message, as_messages
+from offline_compress.hook.config import HookConfig
 
 from .probes import KEEP_LAST, head_end, is_tool_output, tail_start
 

@@ -37,18 +37,18 @@ from .extract.facts import Facts, extract_facts
 from .extract.task import extract_task
 from .history.conventions import is_tool_output
 from .history.messages import Message, as_messages
-from .history.plan import DEFAULT_KEEP_LAST, Plan, plan_compaction
 from .history.terminal import plain_tool_outputs
 from .model_files import resolve_model
 from .secrets.redact import redact_messages
-from .secrets.summary import redact_summary
 from .summary import schema as S
 from .summary.draft import Draft, DraftTaskState, draft_json_schema, worst_case_tokens
 from .summary.ground import GroundingReport, SourceIndex
 from .summary.merge import Budget, Sources, merge_carried
 from .summary.message import parse_summary_message
+from .summary.plan import DEFAULT_KEEP_LAST, Plan, plan_compaction
 from .summary.prompt import closing, digest, fixed_prefix
 from .summary.reading import blocks, split
+from .summary.redaction import redact_summary
 from .summary.written import WrittenState, written_json_schema
 from .summary.written_prompt import checklist, written_prefix, written_suffix
 from .tokens.counter import default_counter

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from offline_compress.archive import store as archive_module  # noqa: E402
 from offline_compress.archive.store import Archive  # noqa: E402
 from offline_compress.cli import write_atomic  # noqa: E402
-from offline_compress.config import HookConfig
+from offline_compress.hook.config import HookConfig
 
 MESSAGES_PER_WRITE = 20
 

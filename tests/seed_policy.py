@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from offline_compress.history.trigger import TriggerConfig
+from offline_compress.hook.trigger import TriggerConfig
 
 SEED_TRIGGER = TriggerConfig(token_fraction=0.6, tool_event_fraction=0.4, turn_limit=30)
 SEED_POLICY: dict[str, Any] = {

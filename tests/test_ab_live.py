@@ -31,7 +31,7 @@ from evaluation.agent_loop import (
     truncate_output,
 )
 from evaluation.llama_server import free_port
-from offline_compress.config import HookConfig
+from offline_compress.hook.config import HookConfig
 
 REPO = Path(__file__).resolve().parent.parent
 TASKS_FILE = REPO / "eval" / "tasks" / "tasks.jsonl"

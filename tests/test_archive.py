@@ -22,11 +22,11 @@ from offline_compress import CompactionHook, Compressor
 from offline_compress.archive.recall import RECALL_NOTE, RECALL_TOOL_NAME
 from offline_compress.archive.store import Archive, ArchiveError, default_archive_path, fts_query, snippet
 from offline_compress.cli import main
-from offline_compress.config import HookConfig
 from offline_compress.errors import InputError
 from offline_compress.formats import load_history
 from offline_compress.history.messages import Message
 from offline_compress.hook import HEAD_NOTE
+from offline_compress.hook.config import HookConfig
 from offline_compress.summary.message import SUMMARY_PREFIX, parse_summary_message
 
 TESTS = Path(__file__).resolve().parent

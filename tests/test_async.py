@@ -22,11 +22,11 @@ from seed_policy import SEED_POLICY
 from evaluation import load
 from offline_compress import CompactionHook, Compressor
 from offline_compress.archive.store import Archive
-from offline_compress.config import HookConfig
 from offline_compress.history.cut import cut_index
 from offline_compress.history.messages import as_messages
-from offline_compress.history.plan import plan_compaction
+from offline_compress.hook.config import HookConfig
 from offline_compress.summary.message import SUMMARY_PREFIX
+from offline_compress.summary.plan import plan_compaction
 from offline_compress.summary.schema import CompressedContext
 from offline_compress.tokens.counter import TokenCounter, get_counter
 

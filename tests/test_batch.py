@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -32,8 +33,9 @@ def inputs(tmp_path: Path, files=SOURCES) -> Path:
 
 
 def batch_lines(err: str) -> list[str]:
-    """Our lines on stderr (the progress bar redraws itself with carriage returns between them)."""
-    return [line for line in err.replace("\r", "\n").splitlines() if line.startswith("offline-compress: batch: ")]
+    """Our lines on stderr (the progress bar redraws itself with carriage returns between them; Ray's workers write
+    to the same stderr, and a line of theirs without its newline may run into one of ours)."""
+    return re.findall(r"offline-compress: batch: [^\r\n]*", err)
 
 
 def last_line(err: str) -> str:

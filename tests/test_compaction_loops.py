@@ -16,10 +16,10 @@ import pytest
 from seed_policy import SEED_POLICY
 
 from offline_compress import CompactionHook, Compressor
-from offline_compress.config import HookConfig
 from offline_compress.history.messages import Message, as_messages
-from offline_compress.history.shrink import CUT_NOTE
-from offline_compress.history.trigger import TriggerConfig
+from offline_compress.hook.config import HookConfig
+from offline_compress.hook.shrink import CUT_NOTE
+from offline_compress.hook.trigger import TriggerConfig
 from offline_compress.summary.message import SUMMARY_PREFIX
 from offline_compress.tokens.counter import get_counter
 
@@ -215,7 +215,7 @@ def test_a_firing_that_cannot_compact_is_held_not_retried_at_every_step(extracti
 
 def test_the_default_path_is_the_plain_compaction_when_nothing_is_wrong(extractive, tmp_path):
     """A compaction that lands under the target is exactly the compressor's summary with the hook's budget."""
-    from offline_compress.history.plan import plan_compaction
+    from offline_compress.summary.plan import plan_compaction
 
     hook = CompactionHook(16_000, archive_path=tmp_path / "a.sqlite3", compressor=extractive)
     head = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": TASK}]
@@ -328,10 +328,10 @@ def test_the_next_compaction_merges_the_summary_as_it_was_before_its_cut(tmp_pat
 
 
 def test_a_hold_stops_at_the_trigger_unless_the_history_is_already_there() -> None:
-    """``history.guard`` since 2026-12-07: a hold waits until the history passes the trigger, and for 5% of the
+    """``hook.guard`` since 2026-12-07: a hold waits until the history passes the trigger, and for 5% of the
     window more when it is already (nearly) there; it no longer waits for the trigger's margin over the target past
     the history (with the target at half and the trigger at 85% that let a history grow to the window)."""
-    from offline_compress.history.guard import Guard
+    from offline_compress.hook.guard import Guard
 
     guard = Guard(1000, 0.5, 0.85)
     history = as_messages([{"role": "user", "content": TASK}])

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from offline_compress import CompactionHook, HookConfig, TriggerConfig
-from offline_compress.config import DEFAULT_SUMMARY_ROOM, DEFAULT_TARGET_FRACTION
+from offline_compress.hook.config import DEFAULT_SUMMARY_ROOM, DEFAULT_TARGET_FRACTION
 
 
 def test_the_hook_takes_a_window_a_config_and_what_it_is_wired_to() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from offline_compress import Compressor
-from offline_compress.history.shrink import CUT_NOTE
+from offline_compress.hook.shrink import CUT_NOTE
 
 lc = pytest.importorskip("offline_compress.integrations.langchain", reason="LangChain is not installed")
 

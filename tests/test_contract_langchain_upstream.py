@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from offline_compress import Compressor
-from offline_compress.history.trigger import TriggerConfig
+from offline_compress.hook.trigger import TriggerConfig
 
 lc = pytest.importorskip("offline_compress.integrations.langchain", reason="LangChain is not installed")
 

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from offline_compress import CompactionHook, Compressor
-from offline_compress.config import HookConfig
 from offline_compress.history.messages import as_messages
-from offline_compress.history.shrink import CUT_NOTE
+from offline_compress.hook.config import HookConfig
+from offline_compress.hook.shrink import CUT_NOTE
 from offline_compress.summary.message import SUMMARY_PREFIX
 
 adapter = pytest.importorskip("offline_compress.integrations.mini_swe_agent", reason="mini-swe-agent not installed")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from offline_compress.secrets.summary import redact_summary
+from offline_compress.summary.redaction import redact_summary
 from offline_compress.summary.schema import (
     MAX_TOOL_CHARS,
     CompressedContext,

@@ -36,10 +36,10 @@ from seed_policy import SEED_POLICY
 from offline_compress import CompactionHook, CompressedContext, InputError, count_contradictions
 from offline_compress.cli import main
 from offline_compress.compressor import Compressor, compress_context
-from offline_compress.config import HookConfig
 from offline_compress.formats import IMPORTERS, load_history_report, parse_history_report, read_source
 from offline_compress.formats.openhands_eval import InstanceChoiceError
 from offline_compress.history.messages import Message, parse_message
+from offline_compress.hook.config import HookConfig
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # Fixture files that are not a history of their own.

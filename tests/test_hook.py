@@ -10,7 +10,7 @@ import pytest
 
 from offline_compress import CompactionHook, CompressedContext, TriggerConfig
 from offline_compress.compressor import Compressor
-from offline_compress.config import HookConfig
+from offline_compress.hook.config import HookConfig
 from offline_compress.summary.message import SUMMARY_PREFIX, summary_message
 from offline_compress.summary.schema import FailedAttempt
 

@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "offline_compress"
 FOLDERS = (
     "history",
+    "hook",
     "formats",
     "extract",
     "summary",
@@ -152,7 +153,7 @@ def test_the_wheel_holds_no_evaluation_or_benchmark_module(tmp_path: Path) -> No
     )
     (wheel,) = tmp_path.glob("offline_compress-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "offline_compress/hook.py" in names and "offline_compress/models_manifest.json" in names
+    assert "offline_compress/hook/compaction_hook.py" in names and "offline_compress/models_manifest.json" in names
     assert not [n for n in names if n.startswith("evaluation/") or "/evaluation/" in n or "bench" in n]
 
 
@@ -233,14 +234,10 @@ def test_the_top_level_holds_the_faces_and_few_modules() -> None:
         "__init__",
         "batch",
         "compressor",
-        "config",
         "download",
         "errors",
         "files",
-        "hook",
-        "metrics",
         "model_files",
-        "safe_step",
     ]
 
 
@@ -251,6 +248,57 @@ def test_no_module_is_over_600_lines() -> None:
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600
     }
     assert not long
+
+
+# Floors, lowest first (issue 49: "data flows down"). A module imports only from its own floor or a lower one, lazy
+# and type-checking imports included; a folder or a top-level module is one floor.
+FLOORS = (
+    "errors",
+    "files",
+    "model_files",
+    "history",
+    "tokens",
+    "formats",
+    "extract",
+    "secrets",
+    "contradictions",
+    "summary",
+    "selector",
+    "engine",
+    "archive",
+    "compressor",
+    "hook",
+    "batch",
+    "download",
+    "integrations",
+    "cli",
+)
+
+
+def floor_of(module: str) -> str | None:
+    """The floor of ``offline_compress.X[.…]``: ``X`` (the package's own ``__init__``, the public face, has none)."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "offline_compress" and len(parts) > 1 else None
+
+
+def test_every_unit_of_the_package_has_a_floor() -> None:
+    units = {p.stem for p in PACKAGE.glob("*.py")} | {
+        p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()
+    }
+    assert units - {"__init__"} == set(FLOORS)
+
+
+def test_no_module_imports_from_a_floor_above_its_own() -> None:
+    rank = {name: i for i, name in enumerate(FLOORS)}
+    upward = {}
+    for path in package_modules():
+        own = floor_of(".".join(path.relative_to(REPO).with_suffix("").parts))
+        if own not in rank:  # the package's __init__: the public face, above every floor
+            continue
+        above = sorted(n for n in imported_names(path) if (f := floor_of(n)) in rank and rank[f] > rank[own])
+        if above:
+            upward[str(path.relative_to(REPO))] = above
+    assert not upward
 
 
 def test_the_shared_vocabularies_depend_on_nothing_else() -> None:
@@ -273,15 +321,33 @@ def test_the_shared_vocabularies_depend_on_nothing_else() -> None:
 
 def test_one_definition_of_tool_output_and_one_plan() -> None:
     """Which messages are tool output is defined once (``history.conventions``); the plan of a compaction is made by
-    ``history.plan.plan_compaction`` alone: no other library module computes the head and the cut itself."""
+    ``summary.plan.plan_compaction`` alone: no other library module computes the head and the cut itself."""
     defining = [p for p in package_modules() if "def is_tool_output" in p.read_text(encoding="utf-8")]
     assert defining == [PACKAGE / "history" / "conventions.py"]
     for path in package_modules():
-        if path.parent.name == "history":
+        if path.parent.name == "history" or path == PACKAGE / "summary" / "plan.py":
             continue
         text = path.read_text(encoding="utf-8")
         assert "head_end(" not in text, path
         assert "find_previous_summary(" not in text or path.name == "message.py", path
+
+
+def test_the_harnesses_tool_names_have_one_home() -> None:
+    """Adding a harness's tool names is an edit of ``history/tools.py`` alone (issue 49): no other module of the
+    package defines a vocabulary of tool names (a module-level ``…_TOOLS``)."""
+    homes = set()
+    for path in package_modules():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
+            if any(isinstance(t, ast.Name) and t.id.endswith("_TOOLS") for t in targets):
+                homes.add(str(path.relative_to(PACKAGE)))
+    assert homes == {"history/tools.py"}
 
 
 def test_the_public_names_stay_importable() -> None:

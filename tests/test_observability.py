@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from offline_compress import CompactionHook, CompressedContext
-from offline_compress.config import HookConfig
 from offline_compress.formats import load_history
 from offline_compress.history.messages import Message
+from offline_compress.hook.config import HookConfig
 from offline_compress.summary.message import SUMMARY_PREFIX, parse_summary_message, summary_message
 from offline_compress.summary.render import (
     MARKDOWN_END,

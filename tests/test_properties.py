@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 
 from offline_compress.cli import main
 from offline_compress.compressor import Compressor
-from offline_compress.config import HookConfig
 from offline_compress.errors import OfflineCompressError
-from offline_compress.history.trigger import evaluate_compression
 from offline_compress.hook import CompactionHook
+from offline_compress.hook.config import HookConfig
+from offline_compress.hook.trigger import evaluate_compression
 from offline_compress.summary.schema import CompressedContext
 
 ERROR_PREFIX = "offline-compress: error:"

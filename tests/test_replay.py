@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 LIBRARY_UNDER_TEST = (
     "offline_compress.extract",
     "offline_compress.history.cut",
-    "offline_compress.history.plan",
+    "offline_compress.summary.plan",
     "offline_compress.history.conventions",
     "offline_compress.summary.ground",
     "offline_compress.secrets.redact",

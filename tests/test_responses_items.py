@@ -10,9 +10,9 @@ import pytest
 
 from offline_compress import CompactionHook, InputError
 from offline_compress.compressor import Compressor
-from offline_compress.config import HookConfig
 from offline_compress.history.cut import call_spans, cut_index, head_end, splits_a_call
 from offline_compress.history.messages import MessageCache, parse_message, parse_messages
+from offline_compress.hook.config import HookConfig
 from offline_compress.summary.message import SUMMARY_PREFIX
 
 

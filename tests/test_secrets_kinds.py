@@ -14,7 +14,7 @@ import pytest
 
 from offline_compress import CompactionHook
 from offline_compress.compressor import Compressor
-from offline_compress.config import HookConfig
+from offline_compress.hook.config import HookConfig
 from offline_compress.secrets.redact import find_secrets, redact
 from offline_compress.summary.render import to_markdown
 

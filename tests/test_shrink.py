@@ -1,4 +1,4 @@
-"""The cut of a recent message (``history.shrink``): a tool output is cut by whole lines, keeping its first and
+"""The cut of a recent message (``hook.shrink``): a tool output is cut by whole lines, keeping its first and
 last lines and, between them, the lines that name what the kept lines do not; a thought, and a text of few or very
 long lines, is cut in its middle. Checked on made-up texts; ``test_summary_room`` and ``test_compaction_loops``
 drive the cut through the hook."""
@@ -11,7 +11,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from offline_compress.history.messages import as_messages
-from offline_compress.history.shrink import CUT_LINES_NOTE, CUT_NOTE, clip_lines, clip_middle, shorten_recent
+from offline_compress.hook.shrink import CUT_LINES_NOTE, CUT_NOTE, clip_lines, clip_middle, shorten_recent
 from offline_compress.tokens.counter import default_counter
 
 LINES_NOTE = re.compile(re.escape(CUT_LINES_NOTE.strip("\n")).replace(r"\{chars:,\}", r"[\d,]+"))

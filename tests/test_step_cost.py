@@ -21,10 +21,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offline_compress import CompactionHook, Compressor
-from offline_compress.config import HookConfig
 from offline_compress.engine import MissingExtraError
 from offline_compress.history.messages import as_messages
-from offline_compress.history.trigger import RunningTrigger, TriggerConfig, decide, last_tool_name
+from offline_compress.hook.config import HookConfig
+from offline_compress.hook.trigger import RunningTrigger, TriggerConfig, decide, last_tool_name
 from offline_compress.model_files import tokenizer_path_for
 from offline_compress.tokens import counter as counter_module
 from offline_compress.tokens.counter import TokenCounter

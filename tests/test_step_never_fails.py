@@ -15,8 +15,8 @@ from test_hook import _steps as _long_steps
 
 from offline_compress import CompactionHook, TriggerConfig
 from offline_compress.compressor import Compressor
-from offline_compress.config import HookConfig
 from offline_compress.errors import InputError
+from offline_compress.hook.config import HookConfig
 from offline_compress.summary.message import SUMMARY_PREFIX
 
 

@@ -2,7 +2,7 @@
 less than its room under the trigger, the oldest of those messages are summarised too (``plan_compaction``'s
 ``kept_tokens``), never past a user's own turn and never the last message with its call; then the tool outputs
 among them are cut (copies, the agent's thoughts whole) before the summary is cut below that room. A later
-compaction reads a message that was cut whole (``history.applied.uncut``).
+compaction reads a message that was cut whole (``hook.applied.uncut``).
 
 The plan's rule is checked on made-up token counts; the hook's on real histories through the real tokenizer."""
 
@@ -15,13 +15,13 @@ import pytest
 from seed_policy import SEED_POLICY
 
 from offline_compress import CompactionHook, Compressor
-from offline_compress.config import HookConfig
-from offline_compress.history.applied import Applied, uncut
 from offline_compress.history.cut import cut_index
 from offline_compress.history.messages import as_messages, parse_message
-from offline_compress.history.plan import plan_compaction
-from offline_compress.history.shrink import CUT_NOTE
+from offline_compress.hook.applied import Applied, uncut
+from offline_compress.hook.config import HookConfig
+from offline_compress.hook.shrink import CUT_NOTE
 from offline_compress.summary.message import SUMMARY_PREFIX
+from offline_compress.summary.plan import plan_compaction
 
 CUT_MARK = CUT_NOTE.split("{")[0]
 TASK = "Fix the crash in src/app.py. Do not modify the tests."

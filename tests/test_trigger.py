@@ -4,7 +4,7 @@ thresholds, heavy-tool detection."""
 import pytest
 
 from offline_compress.history.messages import as_messages
-from offline_compress.history.trigger import TriggerConfig, decide, evaluate_compression, last_tool_name
+from offline_compress.hook.trigger import TriggerConfig, decide, evaluate_compression, last_tool_name
 
 
 class FixedCounter:

@@ -30,7 +30,7 @@ def cmd_count(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from ..history.trigger import evaluate_compression
+    from ..hook.trigger import evaluate_compression
     from ..tokens.counter import get_counter
 
     messages = _load(args)

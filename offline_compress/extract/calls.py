@@ -27,29 +27,19 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..history.messages import plain_json
+from ..history.tools import (
+    AGENT_TOOLS,
+    EDIT_TOOLS,
+    EDITOR_TOOLS,
+    FINISH_TOOLS,
+    PLAN_TOOLS,
+    READ_TOOLS,
+    SEARCH_TOOLS,
+    SHELL_TOOLS,
+    WRITE_TOOLS,
+)
 
 Kind = Literal["shell", "read", "edit", "write", "search", "plan", "agent", "finish", "other"]
-
-# Names are matched case-insensitively; "server.tool" and "mcp__server__tool" forms match on their last part.
-SHELL_TOOLS = frozenset(
-    "bash shell sh zsh execute_bash execute_command run_command run_shell_command terminal run exec cmd exec_command "
-    "execute_shell command_line local_shell container.exec bash_tool shell_command bash_code_execution".split()
-)
-READ_TOOLS = frozenset("read read_file view view_file open open_file cat viewcode view_code get_file readfile".split())
-EDIT_TOOLS = frozenset(
-    "edit multiedit str_replace replace_in_file edit_file apply_patch patch rewrite insert append".split()
-)
-WRITE_TOOLS = frozenset("write write_file create create_file save_file notebookedit".split())
-SEARCH_TOOLS = frozenset(
-    "grep glob find search search_codebase semanticsearch findclass findfunction findcodesnippet search_dir "
-    "search_file find_file codebase_search file_search list_files listdir ls websearch web_search".split()
-)
-PLAN_TOOLS = frozenset("todowrite todo_write think task_tracker update_plan plan exitplanmode".split())
-AGENT_TOOLS = frozenset("task agent dispatch_agent subagent".split())
-FINISH_TOOLS = frozenset("finish submit done attempt_completion".split())
-EDITOR_TOOLS = frozenset(
-    "str_replace_editor str_replace_based_edit_tool editor file_editor text_editor_code_execution".split()
-)
 
 # The argument names that hold a call's file path, most specific first (also read by function_calls.py).
 PATH_KEYS = (

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ..history.tools import READ_ONLY_TOOLS
 from .shell import SimpleCommand, parse_shell
 
 MAX_TARGET_CHARS = 200
@@ -26,14 +27,7 @@ _READERS = frozenset("cat head tail less more nl wc stat file strings xxd hexdum
 _SEARCHERS = frozenset("grep egrep fgrep rg ag ack".split())
 _PYTHON = re.compile(r"\Apython(?:\d+(?:\.\d+)?)?\Z")
 _TEST_RUNNERS = frozenset("pytest py.test nosetests tox".split())
-_READ_ONLY_TOOLS = (
-    _READERS
-    | _SEARCHERS
-    | frozenset(
-        "sed ls find tree open view goto scroll_up scroll_down search_dir search_file find_file "
-        "str_replace_editor".split()
-    )
-)
+_READ_ONLY_WORDS = _READERS | _SEARCHERS | frozenset("sed ls find tree".split()) | READ_ONLY_TOOLS
 # Options that take a value, per program (so the value is not taken for a path).
 _OPT_VALUES = {
     "head": {"-n", "-c"},
@@ -453,5 +447,5 @@ def summarise_command(command: str, state: ShellState) -> tuple[str, str, list[s
     # shell) names its files relative to it, whether a word says ``x.py`` or ``/testbed/x.py``: one name per file
     reads = relative_to(cwd, (p for a in parts for p in a.reads))
     writes = relative_to(cwd, (p for a in parts for p in a.writes))
-    read_only = not writes and all(a.tool in _READ_ONLY_TOOLS or a.weight < 2 for a in parts)
+    read_only = not writes and all(a.tool in _READ_ONLY_WORDS or a.weight < 2 for a in parts)
     return main.tool, shorten(relative_to(cwd, [main.target])[0]), reads, writes, read_only

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, NamedTuple
 
-from .calls import PATH_KEYS, SHELL_TOOLS, first_leaf, first_string, parse_arguments, read_call, shell_command
+from ..history.tools import SHELL_TOOLS
+from .calls import PATH_KEYS, first_leaf, first_string, parse_arguments, read_call, shell_command
 from .commands import (
     EDITOR_WRITE_COMMANDS,
     SWE_EDIT_COMMANDS,

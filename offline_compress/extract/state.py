@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..history.conventions import bash_blocks
 from ..history.messages import Message
+from ..history.tools import WHOLE_FILE_WRITERS
 from .calls import ADDED_LINE, REMOVED_LINE
 from .events import ToolEvent, failed
 from .prose import prose, prose_sentences
@@ -159,7 +160,7 @@ def _files(events: Sequence[ToolEvent]) -> list[FileState]:
                 added, removed = _edit_lines(e) if len(e.files_changed) == 1 else ([], [])
                 gone = set(removed)
                 now = [ln for ln in now if ln not in gone] + added
-                change = "written" if not removed and e.tool.lower() in _WRITERS else "modified"
+                change = "written" if not removed and e.tool.lower() in WHOLE_FILE_WRITERS else "modified"
             if change == "written":
                 change = "modified" if old or path in seen_before else "created"
             elif old is not None and old.change == "created" and change != "deleted":
@@ -168,9 +169,6 @@ def _files(events: Sequence[ToolEvent]) -> list[FileState]:
                 path=path, change=change, now=tuple(now[-MAX_FILE_LINES:]), edits=(old.edits + 1 if old else 1)
             )
     return list(state.values())
-
-
-_WRITERS = frozenset("write write_file create create_file save_file str_replace_editor".split())
 
 
 def _open_items(text: str) -> list[str]:

@@ -1,9 +1,8 @@
 """The history: the canonical message (OpenAI chat format, ``messages``), which messages are tool output (the one
-definition every other module uses, ``conventions``), where a compaction cuts (``cut``) and what it replaces
-(``plan``: the ``Plan``), and when it fires (``trigger``); the loop guard's hold (``guard``), recent messages cut to fit
-(``shrink``), and the compactions a hook handed back (``applied``: reapplied to a history that extends one, a cut
-message read whole by the next summary); tool output as the summary reads it, as a terminal shows it
-(``terminal``). Everything here is a pure function of the messages."""
+definition every other module uses, ``conventions``), where a compaction may cut (``cut``: the head's end, the last
+messages kept, never between a tool call and its results), and tool output as the summary reads it, as a terminal
+shows it (``terminal``). Everything here is a pure function of the messages, and nothing here imports another folder
+of the package: the history is the floor the rest stands on."""
 
 from __future__ import annotations
 
@@ -12,19 +11,14 @@ from typing import Any
 
 # Loaded on first use: importing one module of this package (the message model, say) loads no other.
 _LAZY = {
-    "CompressionDecision": "trigger",
     "Message": "messages",
     "MessageCache": "messages",
-    "Plan": "plan",
-    "TriggerConfig": "trigger",
     "as_messages": "messages",
     "cut_index": "cut",
-    "evaluate_compression": "trigger",
     "head_end": "cut",
     "is_tool_output": "conventions",
     "parse_message": "messages",
     "parse_messages": "messages",
-    "plan_compaction": "plan",
 }
 
 

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from .messages import Message, answered_tool, parse_message
+from .tools import ASK_TOOLS
 
 # The fences mini-swe-agent runs (close to its own regex ```bash\s*\n(.*?)\n```).
 _BASH_BLOCK = re.compile(r"```(?:bash|mswea_bash_command)[ \t]*\n(.*?)\n?```", re.DOTALL)
@@ -212,14 +213,6 @@ def _is_mini_history(messages: Sequence[Message]) -> bool:
     return any(m.role == "user" and m.text.lstrip().startswith("<returncode>") for m in messages)
 
 
-# Tools through which an agent asks its user a question: the harness writes the person's answer as the call's
-# result (Claude Code's AskUserQuestion, OpenCode's question, Cline's ask_followup_question, the Codex CLI's
-# request_user_input, LangChain's human). Matched on the whole name, case-insensitively: a namespaced tool of the
-# same last name (an MCP server's) is not the harness's own, and its output stays tool output.
-ASK_TOOLS = frozenset(
-    "askuserquestion ask_user_question ask_user askuser ask_question question ask_human ask_followup_question "
-    "request_user_input human".split()
-)
 # Claude Code's result of a call the user refused, when they typed how to go on: its refusal sentence first (after
 # ``Error: ``, which the importers add for an error result), then "the user said:" and their words, which newer
 # versions follow with a note of the harness's own.

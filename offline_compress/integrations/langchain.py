@@ -53,10 +53,10 @@ except ImportError as err:  # pragma: no cover - depends on the installed extras
     ) from None
 
 from ..archive.recall import RECALL_NOTE, RECALL_TOOL_NAME, recall_handler, tool_definition
-from ..config import HookConfig
 from ..errors import InputError
 from ..history.messages import parse_message
-from ..hook import CompactionHook
+from ..hook.compaction_hook import CompactionHook
+from ..hook.config import HookConfig
 from ..summary.message import parse_summary_message
 
 # How the summary message we add is marked, in its ``additional_kwargs``: ``lc_source`` as SummarizationMiddleware

@@ -72,17 +72,17 @@ except ImportError as err:  # pragma: no cover - depends on the installed extras
     ) from None
 
 from ..compressor import Compressor, default_compressor
-from ..config import DEFAULT_SUMMARY_FLOOR_TOKENS, DEFAULT_SUMMARY_FRACTION, HookConfig
 from ..extract.constraints import MAX_TURN_CHARS
 from ..history.cut import cut_index
 from ..history.messages import Message, as_messages
-from ..history.plan import Plan, plan_compaction
-from ..history.trigger import TriggerConfig, evaluate_compression
-from ..hook import CompactionHook
+from ..hook.compaction_hook import CompactionHook
+from ..hook.config import DEFAULT_SUMMARY_FLOOR_TOKENS, DEFAULT_SUMMARY_FRACTION, HookConfig
+from ..hook.harder import FLOOR_TOKENS
+from ..hook.trigger import TriggerConfig, evaluate_compression
 from ..secrets.redact import redact
 from ..summary import schema as S
-from ..summary.harder import FLOOR_TOKENS
 from ..summary.message import is_summary_message
+from ..summary.plan import Plan, plan_compaction
 
 log = logging.getLogger(__name__)
 CARRIED = "[earlier summary]"  # the mark of another condenser's summary carried among the constraints

@@ -2,7 +2,8 @@
 that holds it in a history (``message``: the marker, rendering, finding the previous one; ``render``: JSON or
 Markdown, read back exactly), the model's optional draft (``draft``, ``prompt``) and its grounding (``ground``), and
 the assembly of facts, draft and previous summary into the token budget (``merge``, with the work log packed line by
-line by ``pack``)."""
+line by ``pack``), what a compaction replaces (``plan``: the ``Plan``, the head, the region and the earlier summary it
+merges), and the last pass of secret redaction over a finished summary (``redaction``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from typing import Any
 _LAZY = {
     "SUMMARY_PREFIX": "message",
     "CompressedContext": "schema",
+    "Plan": "plan",
+    "plan_compaction": "plan",
     "compressed_context_json_schema": "schema",
     "find_previous_summary": "message",
     "is_summary_message": "message",

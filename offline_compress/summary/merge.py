@@ -144,7 +144,7 @@ def _bounded(items: list[Any], limit: int, stats: ClipCounter, *, keep: str = "n
 def _material(step: WorkStep) -> Material:
     """A work-log entry. Not redacted again: the compressor redacts the messages whole before anything is read from
     them (a secret cut at a piece's boundary would escape a pass over the piece), and the finished summary once more
-    (``secrets.summary``)."""
+    (``summary.redaction``)."""
     failed = len(step.saw) - 1 if step.outcome == "error" and step.saw else None  # steps.py appends it last
     return Material.of(step.said, list(step.code), step.ran, list(step.saw), step.outcome or "partial", failed)
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..summary.schema import CompressedContext
-from .redact import redact_json
+from ..secrets.redact import redact_json
+from .schema import CompressedContext
 
 
 def _clip_at(document: Any, loc: tuple[Any, ...], limit: int) -> None:

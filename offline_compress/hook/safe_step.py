@@ -11,14 +11,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputError, one_line, strict_mode
-from .history.messages import as_messages, parse_message
-from .history.plan import plan_compaction
+from ..errors import InputError, one_line, strict_mode
+from ..history.messages import as_messages, parse_message
+from ..summary.plan import plan_compaction
+from ..summary.schema import CompressedContext
 from .metrics import CompactionMetrics, report_failed
-from .summary.schema import CompressedContext
 
 if TYPE_CHECKING:
-    from .hook import CompactionHook
+    from .compaction_hook import CompactionHook
 
 log = logging.getLogger("offline_compress.hook")
 

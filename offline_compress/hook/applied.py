@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .cut import starts_with
-from .messages import Message
+from ..history.cut import starts_with
+from ..history.messages import Message
 
-log = logging.getLogger("offline_compress.hook")  # the hook's own logger: this is the hook's bookkeeping
+log = logging.getLogger("offline_compress.hook")
 KEPT = 8  # recent compactions a history is matched against
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .cut import starts_with
-from .messages import Message
+from ..history.cut import starts_with
+from ..history.messages import Message
 
 
 @dataclass(frozen=True)

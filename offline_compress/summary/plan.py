@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..summary.message import find_previous_summary, is_summary_message
-from ..summary.schema import CompressedContext
-from .conventions import is_tool_output
-from .cut import cut_index, head_end
-from .messages import Message
+from ..history.conventions import is_tool_output
+from ..history.cut import cut_index, head_end
+from ..history.messages import Message
+from .message import find_previous_summary, is_summary_message
+from .schema import CompressedContext
 
 DEFAULT_KEEP_LAST = 5
 

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 from ..history.conventions import is_tool_output
 from ..history.cut import splits_a_call, starts_with
 from ..history.messages import Message
-from ..history.plan import Plan
-from .schema import CompressedContext
+from ..summary.plan import Plan
+from ..summary.schema import CompressedContext
 
 if TYPE_CHECKING:
     from ..compressor import CompressionResult
 
-log = logging.getLogger("offline_compress.hook")  # the hook's own records
+log = logging.getLogger("offline_compress.hook")
 
 
 @dataclass(frozen=True)

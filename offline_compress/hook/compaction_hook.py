@@ -10,15 +10,15 @@ A compaction that would not make the history smaller is not done: the history is
 metrics say why. A fault of the library's own never fails the step (``safe_step``).
 
 No compaction loops: a compaction that leaves the history above ``target_fraction`` of the window holds the trigger
-until the history passes it and has grown by 5% of the window (``history.guard``), or no longer fits it, and says so
+until the history passes it and has grown by 5% of the window (``hook.guard``), or no longer fits it, and says so
 (``over_target``; a WARNING where the head alone is over it); a firing that cannot compact holds it too. Compacting
-harder (``summary.harder``) and the summary's room (``summary_room``): see the class. The next compaction merges the
+harder (``hook.harder``) and the summary's room (``summary_room``): see the class. The next compaction merges the
 summary as it was before any cut (``CompressionResult.carried``) and reads a recent message that was cut whole
-(``history.applied.uncut``): a cut fits one context, it does not forget.
+(``hook.applied.uncut``): a cut fits one context, it does not forget.
 
 Background compaction (``soft_fraction``, off by default): the summary is built in a worker thread from the soft
-threshold on and swapped in when the trigger fires, if still exact (``summary.background``). A step costs what is
-new (``history.trigger.RunningTrigger``); the tokenizer loads in the background from the hook's creation on.
+threshold on and swapped in when the trigger fires, if still exact (``hook.background``). A step costs what is
+new (``hook.trigger.RunningTrigger``); the tokenizer loads in the background from the hook's creation on.
 
 Calls on one hook are serialised (a lock; ``abefore_step`` runs in the hook's own worker thread), and a history
 that extends one the hook has already compacted (two calls that raced, an awaited step that was cancelled, a
@@ -41,28 +41,28 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .archive.recall import RECALL_NOTE
-from .archive.recall import recall_tool as archive_recall_tool
-from .archive.store import Archive, RecallHit, database_path
-from .compressor import CompressionResult, Compressor, default_compressor
+from ..archive.recall import RECALL_NOTE
+from ..archive.recall import recall_tool as archive_recall_tool
+from ..archive.store import Archive, RecallHit, database_path
+from ..compressor import CompressionResult, Compressor, default_compressor
+from ..errors import InputError
+from ..history.messages import Message, MessageCache, as_messages, parse_message
+from ..summary.budget import summary_budget
+from ..summary.message import summary_message
+from ..summary.plan import Plan, plan_compaction
+from ..summary.render import Render
+from ..summary.schema import CompressedContext
+from ..tokens.protocol import CountsTokens, full_counter
+from .applied import Applied, reapply, remember, uncut
+from .background import Background, Job
 from .config import HookConfig
-from .errors import InputError
-from .history.applied import Applied, reapply, remember, uncut
-from .history.guard import Guard
-from .history.messages import Message, MessageCache, as_messages, parse_message
-from .history.plan import Plan, plan_compaction
-from .history.trigger import CompressionDecision, RunningTrigger
+from .guard import Guard
+from .harder import Replacement, compact_harder
 from .metrics import CompactionMetrics, Listener, report_compaction, report_kept
 from .safe_step import safely
-from .summary.background import Background, Job
-from .summary.budget import summary_budget
-from .summary.harder import Replacement, compact_harder
-from .summary.message import summary_message
-from .summary.render import Render
-from .summary.schema import CompressedContext
-from .tokens.protocol import CountsTokens, full_counter
+from .trigger import CompressionDecision, RunningTrigger
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("offline_compress.hook")  # the package's one logger (users filter on it)
 
 HEAD_NOTE = "The messages before this summary (the instructions and the task) are kept verbatim."
 
@@ -120,7 +120,7 @@ class CompactionHook:
         self._tool_offered = False
         self._compressor = compressor
         if counter is None:
-            from .tokens.counter import default_counter
+            from ..tokens.counter import default_counter
 
             counter = default_counter()
         self.counter = full_counter(counter)
@@ -246,7 +246,7 @@ class CompactionHook:
         ``plan``: what to replace, when the caller has its own boundaries (an adapter whose framework allows cuts
         only at some messages: ``history.plan_compaction``); the summary merged is the one the plan found in
         ``messages``, or ``previous`` (one the caller read itself, e.g. another condenser's), and kept messages are
-        never cut. ``must_shrink``: the summary may go below ``summary.harder.FLOOR_TOKENS`` to shrink the history."""
+        never cut. ``must_shrink``: the summary may go below ``hook.harder.FLOOR_TOKENS`` to shrink the history."""
         originals = _as_list(messages)
 
         def work() -> list[Any]:
@@ -276,7 +276,7 @@ class CompactionHook:
         return await asyncio.get_running_loop().run_in_executor(worker, call, messages)
 
     def held(self, parsed: Sequence[Message], tokens: int) -> bool:
-        """The trigger is held for this history (``history.guard``): a compaction could not get it under
+        """The trigger is held for this history (``hook.guard``): a compaction could not get it under
         ``target_tokens`` (or could not compact at all), and it has not grown past the hold's limit since."""
         return self.guard.held(parsed, tokens)
 
@@ -286,7 +286,7 @@ class CompactionHook:
         return self.guard.set(parsed, tokens)
 
     def _harder(self, originals: list[Any], r: Replacement, *, shorten: bool, must_shrink: bool) -> Replacement:
-        """Compact harder (``summary.harder``): the summary toward ``target_tokens``, else under the trigger; the
+        """Compact harder (``hook.harder``): the summary toward ``target_tokens``, else under the trigger; the
         recent messages (``shorten``: the hook's own plan) only if the history would not fit the window.
         ``must_shrink``: below ``tokens_before`` too, the summary down to its required items if need be."""
 

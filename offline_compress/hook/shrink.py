@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..extract.steps import names
+from ..history.conventions import is_tool_output
+from ..history.messages import Message, parse_message, valid_utf8
 from ..tokens.protocol import CountsTokens
-from .conventions import is_tool_output
-from .messages import Message, parse_message, valid_utf8
 
 SHORTEST_TOKENS = 128  # a message is never cut below this: what is left must still say what the message was
 HEAD_SHARE = 0.6  # of the characters kept, this share from the start, the rest from the end

@@ -15,34 +15,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..history.messages import Message, answered_tool, as_messages
+from ..history.tools import HEAVY_TOOLS
 from ..tokens.protocol import CountsTokens
-from .messages import Message, answered_tool, as_messages
 
 Reason = Literal["token-threshold", "tool-event", "turn-limit", "skip"]
-
-# The tools of the common harnesses whose results are whole files, searches or web pages: after one of them the
-# history may have grown by thousands of tokens in one step (Claude Code, OpenHands, SWE-agent, Moatless, Codex).
-HEAVY_TOOLS = frozenset(
-    {
-        "search_codebase",
-        "read_many_files",
-        "read",
-        "read_file",
-        "view",
-        "view_file",
-        "grep",
-        "glob",
-        "webfetch",
-        "web_fetch",
-        "websearch",
-        "viewcode",
-        "semanticsearch",
-        "findcodesnippet",
-        "str_replace_editor",
-        "file_search",
-        "codebase_search",
-    }
-)
 
 
 class TriggerConfig(BaseModel):

@@ -9,10 +9,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
-from .history.plan import DEFAULT_KEEP_LAST
-from .history.trigger import TriggerConfig
-from .summary.harder import KEEP_SHARE
-from .summary.render import Render
+from ..summary.plan import DEFAULT_KEEP_LAST
+from ..summary.render import Render
+from .harder import KEEP_SHARE
+from .trigger import TriggerConfig
 
 DEFAULT_SUMMARY_FRACTION = 0.35  # chosen on the replay A/B design split (docs/replay.md): binds below ~9k windows
 # The budget scales with what the summary replaces: DEFAULT_SUMMARY_RATIO of its tokens, never below the floor,
@@ -21,7 +21,7 @@ DEFAULT_SUMMARY_FRACTION = 0.35  # chosen on the replay A/B design split (docs/r
 DEFAULT_SUMMARY_FLOOR_TOKENS = 5120
 DEFAULT_SUMMARY_RATIO = 0.4
 # The churn defaults (issue 47), chosen on the replay's function-calling design split by a rule stated before the sweep
-# (docs/performance.md, "Compaction churn", every setting tried): the trigger at 85% (history.trigger), the summary's
+# (docs/performance.md, "Compaction churn", every setting tried): the trigger at 85% (hook.trigger), the summary's
 # floor above, this room, the guard's hold capped at the trigger. A compaction aims under the target (issue 21; 35% of
 # the window under the trigger): deeper ones, reached by summarising the last messages, cost 4-8 points of them.
 DEFAULT_TARGET_FRACTION = 0.5
@@ -44,7 +44,7 @@ class HookConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     trigger: TriggerConfig = Field(default_factory=TriggerConfig)
-    """When a compaction fires (``history.trigger``): by default when the history passes 85% of the window."""
+    """When a compaction fires (``hook.trigger``): by default when the history passes 85% of the window."""
     keep_first: int | None = Field(None, ge=0)
     """The head kept verbatim before the summary. None: the leading system/developer messages and the first user
     message (the task); an int: that many first messages; 0: everything before the recent messages is summarised."""
@@ -68,9 +68,9 @@ class HookConfig(BaseModel):
     85%. A later summary reads a cut message whole."""
     target_fraction: float | None = Field(None, gt=0, le=1)
     """The loop guard's target: a compaction that leaves the history above it holds the trigger
-    (``history.guard``). None: 50%, in proportion to a trigger below 85%."""
+    (``hook.guard``). None: 50%, in proportion to a trigger below 85%."""
     summary_keep_share: float = Field(KEEP_SHARE, ge=0, le=1)
-    """A summary cut toward the target keeps at least this share of itself (``summary.harder``)."""
+    """A summary cut toward the target keeps at least this share of itself (``hook.harder``)."""
     soft_fraction: float | None = None
     """Start building the summary in a worker thread once the history passes this share (below the trigger), and
     swap it in when the trigger fires. None: off, the summary is built when the trigger fires."""

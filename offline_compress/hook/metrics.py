@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .summary.schema import CompressedContext
+from ..summary.schema import CompressedContext
 
 
 class CompactionMetrics(BaseModel):

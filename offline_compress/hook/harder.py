@@ -8,7 +8,7 @@ budget after the fact (``merge.fit`` on the summary already written: fewer tool-
 sentences of what the agent said, by what each adds; no second model call), down to a floor, as far as the target
 needs, else as far as getting under the trigger needs (so that the next step does not fire it again), else to the
 floor. Then, the last resort, when the caller allows it and the history would still not fit its window, the longest
-recent messages kept verbatim are cut (``history.shrink``: the assistant's thoughts first, then tool outputs). Each
+recent messages kept verbatim are cut (``hook.shrink``: the assistant's thoughts first, then tool outputs). Each
 step is kept only if the history gets smaller; what was done is said in ``Replacement.harder``."""
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..history.messages import Message
-from ..history.plan import Plan
-from ..history.shrink import shorten_recent
+from ..summary.merge import Budget, fit, turns_within
+from ..summary.pack import names
+from ..summary.plan import Plan
 from ..tokens.protocol import CountsTokens
-from .merge import Budget, fit, turns_within
-from .pack import names
+from .shrink import shorten_recent
 
 if TYPE_CHECKING:
     from ..compressor import CompressionResult
-    from .schema import CompressedContext
+    from ..summary.schema import CompressedContext
 
 FLOOR_TOKENS = 256  # the summary's budget is cut down to this, no lower (unless the history must shrink)
 # ...and a cut toward the target (not the trigger) keeps at least this share of the summary. 1.0: a history between
