@@ -1006,7 +1006,7 @@ def run(args: argparse.Namespace) -> int:
     compressor = None
     if cpu_sections:
         log("loading the compressor")
-        compressor = Compressor(model, n_threads=args.threads)
+        compressor = Compressor(model, llama={"n_threads": args.threads})
         results["machine"]["threads"] = compressor.backend.n_threads
         results["machine"]["backend"] = compressor.backend.name
     if "compression" in sections:
@@ -1051,7 +1051,7 @@ def run(args: argparse.Namespace) -> int:
     if "gpu" in sections:
         if gpu:
             del compressor  # one model on the machine at a time
-            on_gpu = Compressor(model, n_gpu_layers=-1)
+            on_gpu = Compressor(model, llama={"n_gpu_layers": -1})
             results["machine"]["gpu_backend"] = on_gpu.backend.name
             results["machine"]["gpu_name"] = gpu_name()
             # Both decoders, same trajectories, rotating order: the compression latency on the GPU and what the

@@ -358,7 +358,7 @@ def build_compressor(model: str | None, *, backend: Any = None, threads: int | N
 
     if backend is not None:
         return Compressor(backend=backend)
-    return Compressor(model, n_threads=threads) if model is not None else Compressor(None)
+    return Compressor(model, llama={"n_threads": threads}) if model is not None else Compressor(None)
 
 
 def load_section(

@@ -664,7 +664,7 @@ def cmd_ab_replay(args: argparse.Namespace) -> int:
         from offline_compress.compressor import DEFAULT_MODEL, Compressor
 
         _note("loading the model and compiling the grammar (once)")
-        model = Compressor(args.model or DEFAULT_MODEL, keep_last=args.keep_last, n_threads=args.threads)
+        model = Compressor(args.model or DEFAULT_MODEL, keep_last=args.keep_last, llama={"n_threads": args.threads})
     replayer = Replayer(
         [args.points_from] if args.churn_only else args.strategies,
         windows=args.context,

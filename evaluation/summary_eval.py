@@ -512,7 +512,7 @@ def run_eval(
         model = None if no_model else model  # None: the default compressor (extractive)
         if model is not None:
             _note("loading the model and compiling the grammar (once)")
-        compressor = Compressor(model, keep_last=keep_last, n_threads=threads)
+        compressor = Compressor(model, keep_last=keep_last, llama={"n_threads": threads})
     if canaries is None:
         canaries = compressor.backend is None
     counter = get_counter()

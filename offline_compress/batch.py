@@ -93,7 +93,7 @@ class CompressStage:
     ) -> None:
         from .compressor import Compressor
 
-        self.compressor = Compressor(model, keep_last=keep_last, max_tokens=max_tokens, n_threads=n_threads)
+        self.compressor = Compressor(model, keep_last=keep_last, max_tokens=max_tokens, llama={"n_threads": n_threads})
         self.fmt = fmt
 
     def run(self, source: str, output: str) -> Outcome:

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .engine import Backend, Generation, PromptTooLongError
+from .engine.llamacpp import LlamaCppBackend, LlamaSettings
 from .errors import EmptyHistoryError
 from .extract.calls import parse_arguments
 from .extract.facts import Facts, extract_facts
@@ -130,9 +131,10 @@ class Compressor:
     narrative or items), which loads nothing and takes milliseconds; ``"default"`` is the embedded Gemma, or a
     manifest name or a ``.gguf`` path. The replay A/B found the 270M model's draft added nothing the agent later
     used at 6-18 s per compaction (docs/replay.md, "What the model is for"), so it is opt-in.
+    ``llama``: how the in-process model runs (``engine.llamacpp.LlamaSettings``: window, threads, GPU layers, flash
+    attention, decoder, the model file's check), apart from what the summary is.
     ``backend``: any ``offline_compress.engine.Backend`` instead
-    (e.g. ``OpenAIServerBackend`` for a model server); ``model`` and the llama.cpp settings are then unused.
-    ``decoder``: the in-process backend's constrained decoder (``"outlines"``, or the ``"forced"`` token loop).
+    (e.g. ``OpenAIServerBackend`` for a model server); ``model`` and ``llama`` are then unused.
     ``selector``: the learned line selector (``offline_compress.selector``: ``"default"`` the shipped head on the
     embedded Gemma's token embeddings, a head file, or a ``Selector``); None (default): the rule packer alone.
     ``written``: the written-state mode, for a capable model (an instruct model of some billions of parameters,
@@ -149,14 +151,9 @@ class Compressor:
         written: bool = False,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         keep_last: int = DEFAULT_KEEP_LAST,
-        n_ctx: int = 8192,
         prompt_budget: int = 1536,
-        n_threads: int | None = None,
-        n_gpu_layers: int = 0,
-        flash_attn: bool = False,
         repeat_penalty: float | None = None,
-        decoder: str = "outlines",
-        verify_model: bool = True,
+        llama: LlamaSettings | Mapping[str, Any] | None = None,
         backend: Backend | None = None,
         summary_tokens: int | None = DEFAULT_SUMMARY_TOKENS,
         counter: CountsTokens | None = None,
@@ -183,6 +180,7 @@ class Compressor:
         self.keep_last = keep_last
         self.prompt_budget = prompt_budget
         self.repeat_penalty = repeat_penalty if repeat_penalty is not None else 1.0 if written else 1.3
+        settings = llama if isinstance(llama, LlamaSettings) else LlamaSettings.model_validate(llama or {})
         if backend is None and model is None:
             self._lock = threading.Lock()  # no backend: nothing shared to guard
             self.backend = None
@@ -190,15 +188,9 @@ class Compressor:
             self.prefix = ""
             return
         if backend is None:
-            from .engine.llamacpp import LlamaCppBackend
-
             backend = LlamaCppBackend(
-                resolve_model(None if model == DEFAULT_MODEL else model, verify=verify_model),
-                n_ctx=n_ctx,
-                n_threads=n_threads,
-                n_gpu_layers=n_gpu_layers,
-                flash_attn=flash_attn,
-                decoder=decoder,  # type: ignore[arg-type]
+                resolve_model(None if model == DEFAULT_MODEL else model, verify=settings.verify_model),
+                **settings.model_dump(exclude={"verify_model"}),
             )
         self.backend = backend
         self._lock = generation_lock(backend)  # one llama.cpp context: one generation at a time, per backend object

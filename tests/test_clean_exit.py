@@ -23,7 +23,7 @@ from offline_compress.formats import load_history
 history = load_history(sys.argv[1])
 kept = []
 for decoder in ("outlines", "forced"):
-    compressor = Compressor("default", decoder=decoder)
+    compressor = Compressor("default", llama={"decoder": decoder})
     print(decoder, len(compressor.compress(history).to_json()))
     kept.append(compressor)
 sys._offline_compress_kept = kept

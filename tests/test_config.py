@@ -59,3 +59,46 @@ def test_every_field_says_what_it_means() -> None:
     schema = HookConfig.model_json_schema()["properties"]
     assert set(schema) == set(HookConfig.model_fields)
     assert all(len(field.get("description", "")) > 30 for field in schema.values())
+
+
+# ------------------------------------------------------------------------------------------- the model's settings
+
+
+def test_the_compressor_keeps_the_llama_cpp_settings_apart_from_the_summary() -> None:
+    from offline_compress import Compressor
+
+    parameters = set(inspect.signature(Compressor.__init__).parameters)
+    assert "llama" in parameters
+    assert not parameters & {"n_ctx", "n_threads", "n_gpu_layers", "flash_attn", "decoder", "verify_model"}
+
+
+@pytest.mark.parametrize(
+    ("settings", "field"),
+    [
+        ({"n_ctx": 100}, "n_ctx"),
+        ({"n_threads": 0}, "n_threads"),
+        ({"decoder": "greedy"}, "decoder"),
+        ({"threads": 2}, "threads"),
+    ],
+)
+def test_bad_llama_settings_are_refused_by_name_before_any_model_loads(settings, field) -> None:
+    from offline_compress import Compressor
+
+    with pytest.raises(ValidationError, match=field):
+        Compressor(None, llama=settings)
+
+
+def test_llama_settings_given_as_a_model_or_a_mapping_are_the_same() -> None:
+    from offline_compress.engine.llamacpp import LlamaSettings
+
+    assert LlamaSettings.model_validate({"n_threads": 2, "decoder": "forced"}) == LlamaSettings(
+        n_threads=2, decoder="forced"
+    )
+    assert LlamaSettings().model_dump() == {
+        "n_ctx": 8192,
+        "n_threads": None,
+        "n_gpu_layers": 0,
+        "flash_attn": False,
+        "decoder": "outlines",
+        "verify_model": True,
+    }

@@ -58,10 +58,8 @@ def cmd_compress(args: argparse.Namespace) -> int:
         written=args.written,
         keep_last=args.keep_last,
         max_tokens=args.max_tokens,
-        n_threads=args.threads,
         backend=server,
-        decoder=args.decoder,
-        **({"n_ctx": args.n_ctx} if args.n_ctx else {}),
+        llama={"n_threads": args.threads, "decoder": args.decoder, **({"n_ctx": args.n_ctx} if args.n_ctx else {})},
     )
     backend = compressor.backend
     if backend is not None:
