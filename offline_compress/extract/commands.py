@@ -27,6 +27,8 @@ _READERS = frozenset("cat head tail less more nl wc stat file strings xxd hexdum
 _SEARCHERS = frozenset("grep egrep fgrep rg ag ack".split())
 _PYTHON = re.compile(r"\Apython(?:\d+(?:\.\d+)?)?\Z")
 _TEST_RUNNERS = frozenset("pytest py.test nosetests tox".split())
+# Installers, builds and their kin: named by their first words (pip install x, make test)
+_INSTALLERS = frozenset("pip pip3 npm yarn pnpm cargo go make apt-get apt conda uv poetry docker kubectl".split())
 _READ_ONLY_WORDS = _READERS | _SEARCHERS | frozenset("sed ls find tree".split()) | READ_ONLY_TOOLS
 # Options that take a value, per program (so the value is not taken for a path).
 _OPT_VALUES = {
@@ -148,8 +150,8 @@ class _Analysis:
         self.piped = False  # reads the output of the command before it (``git log | head``)
 
 
-def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
-    words = list(s.words)
+def _strip_prefixes(words: list[str]) -> list[str]:
+    """The words of a command without a body's keyword, VAR=value prefixes and wrappers (sudo, timeout 5, …)."""
     while words and words[0] in _BODY_KEYWORDS:
         words.pop(0)  # `do sed -i ...`: a loop's or a branch's body is the command after the keyword
     while words and re.fullmatch(r"[A-Za-z_]\w*=.*", words[0], re.S):
@@ -160,6 +162,12 @@ def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
             words.pop(0)  # the duration
         while words and words[0].startswith("-"):
             words.pop(0)
+    return words
+
+
+def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
+    """What one simple command does; the groups of programs are tried in order (the first that knows it wins)."""
+    words = _strip_prefixes(list(s.words))
     redirect_writes = [t for op, t in s.redirs if ">" in op]
     redirect_reads = [t for op, t in s.redirs if op in ("<", "0<")]
     if not words:
@@ -188,7 +196,32 @@ def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
         if prog in ("echo", "printf") and redirect_writes:
             return _Analysis(prog, redirect_writes[0], (), redirect_writes)
         return _Analysis(prog, " ".join(args[:1]), weight=0)
-    weight = 2
+    if (found := _analyse_file_io(prog, args, s, state, redirect_reads, redirect_writes)) is not None:
+        return found
+    if (found := _analyse_search(prog, args, redirect_writes)) is not None:
+        return found
+    if prog == "git":
+        return _analyse_git(args, s, state)
+    if (found := _analyse_change(prog, args, s, state, redirect_writes)) is not None:
+        return found
+    if (found := _analyse_swe_agent(prog, args, state)) is not None:
+        return found
+    # an option's value is not what the call acts on, where the program's options are known (ssh -o X host)
+    pos = _positional(args, prog)[0] if prog in _OPT_VALUES else [a for a in args if not a.startswith("-")]
+    # a call of options only (netstat -an, scutil --dns) is told apart from the program's other calls by them
+    target = " ".join(pos[:3]) or " ".join(args[:3])
+    return _Analysis(prog, target, redirect_reads, redirect_writes, 2)
+
+
+def _analyse_file_io(
+    prog: str,
+    args: list[str],
+    s: SimpleCommand,
+    state: ShellState,
+    redirect_reads: list[str],
+    redirect_writes: list[str],
+) -> _Analysis | None:
+    """Programs that read or write the files they name: cat, tee, the readers, sed, perl/awk -i; None for others."""
     if prog == "cat" or prog == "tee":
         pos, _ = _positional(args, prog)
         if prog == "tee":
@@ -196,15 +229,15 @@ def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
         writes = redirect_writes
         if s.heredoc is not None:
             for w in writes:
-                state.bodies[w] = s.heredoc
+                state.bodies[w] = s.heredoc  # a file written here may be run or applied later in the history
         if writes:
             return _Analysis("cat", writes[0], pos, writes, 2)
-        return _Analysis("cat", ", ".join(pos), pos + redirect_reads, (), weight)
+        return _Analysis("cat", ", ".join(pos), pos + redirect_reads, (), 2)
     if prog in _READERS:
         pos, _ = _positional(args, prog)
         if prog in ("head", "tail"):
             pos = [p for p in pos if not re.fullmatch(r"[+-]?\d+", p)]
-        return _Analysis(prog, ", ".join(pos), pos + redirect_reads, redirect_writes, weight)
+        return _Analysis(prog, ", ".join(pos), pos + redirect_reads, redirect_writes, 2)
     if prog == "sed":
         pos, opts = _positional(args, "sed")
         inplace = any(
@@ -216,11 +249,16 @@ def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
         files = pos if ("-e" in opts or "-f" in opts) else pos[1:]
         if inplace:
             return _Analysis("sed", ", ".join(files), (), files, 3)
-        return _Analysis("sed", ", ".join(files), files + redirect_reads, redirect_writes, weight)
+        return _Analysis("sed", ", ".join(files), files + redirect_reads, redirect_writes, 2)
     if prog in ("perl", "awk", "gawk") and any(a.startswith("-i") or a == "-pi" or a.startswith("-pi") for a in args):
         pos = [a for a in args if not a.startswith("-")]
         files = pos[1:]
         return _Analysis(prog, ", ".join(files), (), files, 3)
+    return None
+
+
+def _analyse_search(prog: str, args: list[str], redirect_writes: list[str]) -> _Analysis | None:
+    """Searches and listings: the grep family, git grep, find, ls/tree/du; None for other programs."""
     if prog in _SEARCHERS or (prog == "git" and args[:1] == ["grep"]):
         if prog == "git":
             args = args[1:]
@@ -229,7 +267,7 @@ def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
         paths = pos
         target = pattern + (" in " + " ".join(paths) if paths else "")
         reads = [p for p in paths if looks_like_file(p)]
-        return _Analysis("grep" if prog in ("egrep", "fgrep") else prog, target, reads, redirect_writes, weight)
+        return _Analysis("grep" if prog in ("egrep", "fgrep") else prog, target, reads, redirect_writes, 2)
     if prog == "find":
         dirs = []
         k = 0
@@ -240,12 +278,17 @@ def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
             args[j + 1] for j in range(k, len(args) - 1) if args[j] in ("-name", "-iname", "-path", "-ipath", "-regex")
         ]
         target = " ".join(names) + (" in " + " ".join(dirs) if dirs and names else " ".join(dirs) if dirs else "")
-        return _Analysis("find", target.strip(), (), (), weight)
+        return _Analysis("find", target.strip(), (), (), 2)
     if prog in ("ls", "tree", "du"):
         pos, _ = _positional(args, prog)
-        return _Analysis(prog, " ".join(pos) or ".", (), (), weight)
-    if prog == "git":
-        return _analyse_git(args, s, state)
+        return _Analysis(prog, " ".join(pos) or ".", (), (), 2)
+    return None
+
+
+def _analyse_change(
+    prog: str, args: list[str], s: SimpleCommand, state: ShellState, redirect_writes: list[str]
+) -> _Analysis | None:
+    """Changes: patch, mv/cp, rm/touch, downloads, installers and builds; None for other programs."""
     if prog == "patch":
         pos, opts = _positional(args, "patch")
         body = s.heredoc
@@ -270,37 +313,25 @@ def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
     if prog in ("curl", "wget", "http", "httpie"):
         urls = [a for a in args if _URL.match(a)] or [a for a in args if not a.startswith("-")][:1]
         return _Analysis(prog, urls[0] if urls else "", (), redirect_writes, 2)
-    if prog in (
-        "pip",
-        "pip3",
-        "npm",
-        "yarn",
-        "pnpm",
-        "cargo",
-        "go",
-        "make",
-        "apt-get",
-        "apt",
-        "conda",
-        "uv",
-        "poetry",
-        "docker",
-        "kubectl",
-    ):
+    if prog in _INSTALLERS:
         pos = [a for a in args if not a.startswith("-")]
         return _Analysis(prog, " ".join(pos[:4]), (), redirect_writes, 2)
-    # SWE-agent's text-interface commands.
+    return None
+
+
+def _analyse_swe_agent(prog: str, args: list[str], state: ShellState) -> _Analysis | None:
+    """SWE-agent's text-interface commands and the file editors (open, edit, find_file, str_replace_editor, …)."""
     if prog == "open":
         pos = [a for a in args if not a.startswith("-")]
         if pos:
             state.open_file = pos[0]
-        return _Analysis("open", pos[0] if pos else "", pos[:1], (), weight)
+        return _Analysis("open", pos[0] if pos else "", pos[:1], (), 2)
     if prog == "create":
         if args:
             state.open_file = args[0]
         return _Analysis("create", args[0] if args else "", (), args[:1], 2)
     if prog in SWE_EDIT_COMMANDS:
-        f = state.open_file or ""
+        f = state.open_file or ""  # edit/insert/append act on the file the last open or create named
         return _Analysis(prog, f, (), [f] if f else [], 3)
     if prog in ("goto", "scroll_up", "scroll_down"):
         return _Analysis(prog, state.open_file or "", (), (), 1)
@@ -309,18 +340,14 @@ def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
         if len(args) > 1:
             target += " in " + args[1]
         reads = args[1:2] if prog == "search_file" else []
-        return _Analysis(prog, target, reads, (), weight)
+        return _Analysis(prog, target, reads, (), 2)
     if prog in ("str_replace_editor", "edit_file", "file_editor"):
         sub = args[0] if args else ""
         path = args[1] if len(args) > 1 else ""
         if sub in EDITOR_WRITE_COMMANDS:
             return _Analysis(prog, path, (), [path], 3)
-        return _Analysis(prog, path, [path] if sub == "view" and looks_like_file(path) else [], (), weight)
-    # an option's value is not what the call acts on, where the program's options are known (ssh -o X host)
-    pos = _positional(args, prog)[0] if prog in _OPT_VALUES else [a for a in args if not a.startswith("-")]
-    # a call of options only (netstat -an, scutil --dns) is told apart from the program's other calls by them
-    target = " ".join(pos[:3]) or " ".join(args[:3])
-    return _Analysis(prog, target, redirect_reads, redirect_writes, weight)
+        return _Analysis(prog, path, [path] if sub == "view" and looks_like_file(path) else [], (), 2)
+    return None
 
 
 def _with_words(s: SimpleCommand, words: list[str]) -> SimpleCommand:

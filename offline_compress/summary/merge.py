@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -42,7 +42,7 @@ from ..tokens.protocol import CountsTokens
 from . import schema as S
 from .draft import Draft
 from .ground import GroundingReport, SourceIndex
-from .intake import model_items
+from .intake import ModelItems, model_items
 from .pack import Material, ScoresPieces, clip, collapse_repeats, names, pack, read
 from .written import WrittenState
 
@@ -224,25 +224,65 @@ def merge_carried(
     line left out for them would be lost for good (docs/replay.md, "What a later compaction merges")."""
     facts, index = sources.facts, sources.index
     prev = sources.previous or S.CompressedContext()
-    new = [c for c in (redact(c.text) for c in facts.constraint_candidates) if len(c) <= S.MAX_CONSTRAINT_CHARS]
-    constraints = _unique(list(prev.user_constraints) + new)  # previous first: a bound keeps them
-
-    state = facts.state
+    constraints = _constraints(prev, facts)
     # the model's part, grounded (intake.py says where each of its fields goes)
     model = model_items(draft, index, report, len(facts.failed_attempts))
+    decisions = _decisions(prev, facts, model)
+    failed = _failed(prev, facts, model)
+    calls = _tool_calls(prev, facts)
+    completed, remaining = _progress(prev, facts, model)
+    blockers = _blockers(prev, facts, model)
+    material = _work_material(prev, facts, stats)
+    narrative = _narrative(model.narrative, facts.state.last_words)
+    doc = S.CompressedContext(
+        user_constraints=_bounded(constraints, S.MAX_CONSTRAINTS, stats, keep="first"),
+        decisions=_bounded(_latest(decisions), S.MAX_DECISIONS, stats),
+        failed_attempts=_bounded(_latest(failed), S.MAX_FAILED, stats),
+        tool_calls_summary=_bounded(_latest(calls, key=lambda c: (c.tool, c.target)), S.MAX_TOOL_CALLS, stats),
+        recent_narrative=narrative,
+        task_state=S.TaskState(
+            completed=_bounded(_latest(completed), S.MAX_STATE_ITEMS, stats),
+            remaining=_bounded(_unique(remaining), S.MAX_STATE_ITEMS, stats, keep="first"),
+            blockers=_bounded(_latest(blockers), S.MAX_STATE_ITEMS, stats),
+        ),
+        files=_bounded(_files(prev.files, facts.state.files), S.MAX_FILES, stats),
+        work_log=[m.whole() for m in material],
+    )
+    if budget is None:
+        return doc, doc
+    return _fitted(doc, sources, draft, budget, stats, material)
+
+
+def _constraints(prev: S.CompressedContext, facts: Facts) -> list[str]:
+    """The user's constraints: the previous summary's first (a bound keeps them), then the new ones that fit."""
+    new = [c for c in (redact(c.text) for c in facts.constraint_candidates) if len(c) <= S.MAX_CONSTRAINT_CHARS]
+    return _unique(list(prev.user_constraints) + new)  # previous first: a bound keeps them
+
+
+def _decisions(prev: S.CompressedContext, facts: Facts, model: ModelItems) -> list[S.Decision]:
+    """Earlier decisions, the agent's words before each edit (unless the model's replace them), the model's."""
     decisions = list(prev.decisions) + [
         S.Decision(
             decision=clip(redact(d.decision), S.MAX_ITEM_CHARS), rationale=clip(redact(d.rationale), S.MAX_ITEM_CHARS)
         )
-        for d in ([] if model.replaces_decisions else state.decisions)
+        for d in ([] if model.replaces_decisions else facts.state.decisions)
     ]
     decisions += model.decisions
+    return decisions
+
+
+def _failed(prev: S.CompressedContext, facts: Facts, model: ModelItems) -> list[S.FailedAttempt]:
+    """The previous summary's failures (marked resolved since), then this part's with the model's reasons."""
     failures = [
         f.model_copy(update={"then": model.reasons[n]}) if n in model.reasons else f
         for n, f in enumerate(_failures(facts), start=1)
     ]
-    failed = _resolved(list(prev.failed_attempts), facts) + failures
-    calls = list(prev.tool_calls_summary) + [
+    return _resolved(list(prev.failed_attempts), facts) + failures
+
+
+def _tool_calls(prev: S.CompressedContext, facts: Facts) -> list[S.ToolCallSummary]:
+    """The previous summary's tool-call entries, then one per call of the summarised part."""
+    return list(prev.tool_calls_summary) + [
         S.ToolCallSummary(
             tool=clip(redact(e.tool), S.MAX_TOOL_CHARS),
             target=clip(redact(" ".join(e.target.split())), S.MAX_TARGET_CHARS),
@@ -250,32 +290,48 @@ def merge_carried(
         )
         for e in facts.tool_events
     ]
+
+
+def _progress(prev: S.CompressedContext, facts: Facts, model: ModelItems) -> tuple[list[str], list[str]]:
+    """(completed, remaining) items of the task state: the previous summary's, the task, the plan's, the model's."""
     done, left = plan_items(facts.plan)
     superseded = _from_a_plan if facts.plan is not None else lambda _: False  # a newer list replaces the older one
     completed = [x for x in prev.task_state.completed if not superseded(x)] + done
     completed += model.completed
-    # the task, unless the constraints hold its turn whole already
-    whole = any(
-        c.message_index == facts.task_index and facts.task.strip() in c.text for c in facts.constraint_candidates
-    )
-    task = (
-        [clip("Task: " + redact(" ".join(facts.task.split())), S.MAX_ITEM_CHARS)]
-        if facts.task.strip() and not whole
-        else []
-    )
+    task = _task_item(facts)
     remaining = (
         [x for x in prev.task_state.remaining if not superseded(x)]
         + task
         + left
-        + [clip(redact(x), S.MAX_ITEM_CHARS) for x in state.open_items]
+        + [clip(redact(x), S.MAX_ITEM_CHARS) for x in facts.state.open_items]
         + model.remaining
     )
-    # blockers: the failures of the summarised part whose check no later run got past (not a failed read)
-    open_failures = [f for f in state.failures if not f.passed and not f.probe and f.error]
+    return completed, remaining
+
+
+def _task_item(facts: Facts) -> list[str]:
+    """The task as a remaining item, unless the constraints hold its turn whole already."""
+    whole = any(
+        c.message_index == facts.task_index and facts.task.strip() in c.text for c in facts.constraint_candidates
+    )
+    return (
+        [clip("Task: " + redact(" ".join(facts.task.split())), S.MAX_ITEM_CHARS)]
+        if facts.task.strip() and not whole
+        else []
+    )
+
+
+def _blockers(prev: S.CompressedContext, facts: Facts, model: ModelItems) -> list[str]:
+    """The newest failures whose check no later run got past (not a failed read), then the model's."""
+    open_failures = [f for f in facts.state.failures if not f.passed and not f.probe and f.error]
     blockers = [x for x in prev.task_state.blockers if not _resolved_item(x, facts)]
     blockers += [clip(redact(" ".join(f.error.split())), S.MAX_ITEM_CHARS) for f in open_failures]
-    blockers = _latest(blockers)[-BLOCKERS:] + model.blockers
-    material = _bounded(
+    return _latest(blockers)[-BLOCKERS:] + model.blockers
+
+
+def _work_material(prev: S.CompressedContext, facts: Facts, stats: ClipCounter) -> list[Material]:
+    """The work log before any budget: earlier steps then this part's, repeats collapsed, within the schema's bound."""
+    return _bounded(
         _latest(
             collapse_repeats([Material.of_step(s) for s in prev.work_log] + [_material(s) for s in facts.steps]),
             key=Material.key,
@@ -284,25 +340,23 @@ def merge_carried(
         stats,
     )
 
-    narrative = model.narrative
-    last_words = "\n".join(f"[assistant] {redact(' '.join(w.split()))}" for w in state.last_words)
+
+def _narrative(narrative: str, words: Sequence[str]) -> str:
+    """The model's narrative, then the agent's last words, within the schema's bound."""
+    last_words = "\n".join(f"[assistant] {redact(' '.join(w.split()))}" for w in words)
     full_narrative = "\n".join(part for part in (narrative, last_words) if part)
-    doc = S.CompressedContext(
-        user_constraints=_bounded(constraints, S.MAX_CONSTRAINTS, stats, keep="first"),
-        decisions=_bounded(_latest(decisions), S.MAX_DECISIONS, stats),
-        failed_attempts=_bounded(_latest(failed), S.MAX_FAILED, stats),
-        tool_calls_summary=_bounded(_latest(calls, key=lambda c: (c.tool, c.target)), S.MAX_TOOL_CALLS, stats),
-        recent_narrative=clip(full_narrative, S.MAX_NARRATIVE_CHARS),
-        task_state=S.TaskState(
-            completed=_bounded(_latest(completed), S.MAX_STATE_ITEMS, stats),
-            remaining=_bounded(_unique(remaining), S.MAX_STATE_ITEMS, stats, keep="first"),
-            blockers=_bounded(_latest(blockers), S.MAX_STATE_ITEMS, stats),
-        ),
-        files=_bounded(_files(prev.files, state.files), S.MAX_FILES, stats),
-        work_log=[m.whole() for m in material],
-    )
-    if budget is None:
-        return doc, doc
+    return clip(full_narrative, S.MAX_NARRATIVE_CHARS)
+
+
+def _fitted(
+    doc: S.CompressedContext,
+    sources: Sources,
+    draft: Draft | WrittenState,
+    budget: Budget,
+    stats: ClipCounter,
+    material: list[Material],
+) -> tuple[S.CompressedContext, S.CompressedContext]:
+    """The document shown and the one carried, each fitted to ``budget`` (the long turns split first)."""
     bound = budget.tokens if budget.constraint_tokens is None else budget.constraint_tokens
     doc = turns_within(doc, bound, budget.counter, stats)
     known = set().union(*(names(t) for t in sources.kept_texts)) if sources.kept_texts else set()
@@ -355,72 +409,102 @@ def fit(
     steps = list(material) if material is not None else [Material.of_step(s) for s in doc.work_log]
     total = count_text(doc.to_json())
     if total <= budget_tokens:
-        # Under the budget the work log keeps what adds a name, by the packer's own rule: a line whose names the
-        # rest of the summary, the lines taken before it or the messages kept verbatim show already is not paid
-        # for twice (chosen on the design splits, docs/replay.md "Lines that add no name").
-        known = _shown(doc.model_copy(update={"work_log": []}), known, lasting)
-        work_log = pack(read(steps, budget.counter, selector), budget_tokens, budget.counter, known=known)
-        stats.clipped_items += len(steps) - len(work_log)
-        return doc.model_copy(update={"work_log": work_log})
-    lists: dict[str, list[Any]] = {
-        "tool_calls_summary": list(doc.tool_calls_summary),
-        "decisions": list(doc.decisions),
-        "failed_attempts": list(doc.failed_attempts),
-        "completed": list(doc.task_state.completed),
-        "files": list(doc.files),
-    }
+        return _fit_within(doc, budget, stats, steps, known, selector, lasting)
+    cut = _Cut(doc, budget_tokens, cost, stats)
+    # The tool calls wait: they are chosen after the work log, among the calls it no longer shows.
+    calls = cut.lists["tool_calls_summary"]
+    cut.lists["tool_calls_summary"] = []
+    share = TOOL_CALLS_SHARE if budget.tool_calls_share is None else budget.tool_calls_share
+    reserve = int(share * budget_tokens) if calls else 0
+    total = count_text(cut.build(list(doc.work_log)).to_json())
+    # the decisions go first (the work log says the same words with what was done; measured on resume-qa,
+    # docs/resume.md), then the work log fills the room the rest leaves; when the rest alone is over, the oldest
+    # completed items, failures and files go
+    if cut.drop_oldest(("decisions",) if decisions_first else (), total) <= budget_tokens - reserve:
+        work_log = list(doc.work_log)
+    else:
+        cut.make_room(reserve, decisions_first, count_text)
+        known = _shown(cut.build([]), known, lasting)  # what the rest of the document says is not paid twice
+        work_log = _packed(read(steps, budget.counter, selector), budget_tokens - reserve, budget, known, cut.build)
+    stats.clipped_items += len(steps) - len(work_log)
+    cut.lists["tool_calls_summary"] = _uncovered_calls(
+        calls, work_log, budget_tokens, count_text, cut.build, cost, stats
+    )
+    return cut.build(work_log)
 
-    def build(work_log: list[S.Step]) -> S.CompressedContext:
-        return doc.model_copy(
+
+def _fit_within(
+    doc: S.CompressedContext,
+    budget: Budget,
+    stats: ClipCounter,
+    steps: list[Material],
+    known: set[str] | frozenset[str],
+    selector: ScoresPieces | None,
+    lasting: bool,
+) -> S.CompressedContext:
+    """``doc``, within its budget, with the lines of its work log that add a name (``fit``)."""
+    # Under the budget the work log keeps what adds a name, by the packer's own rule: a line whose names the
+    # rest of the summary, the lines taken before it or the messages kept verbatim show already is not paid
+    # for twice (chosen on the design splits, docs/replay.md "Lines that add no name").
+    known = _shown(doc.model_copy(update={"work_log": []}), known, lasting)
+    work_log = pack(read(steps, budget.counter, selector), budget.tokens, budget.counter, known=known)
+    stats.clipped_items += len(steps) - len(work_log)
+    return doc.model_copy(update={"work_log": work_log})
+
+
+class _Cut:
+    """The lists ``fit`` cuts from a document over its budget, and the document they make with a work log."""
+
+    def __init__(
+        self, doc: S.CompressedContext, budget_tokens: int, cost: Callable[[Any], int], stats: ClipCounter
+    ) -> None:
+        self.doc, self.budget_tokens, self.cost, self.stats = doc, budget_tokens, cost, stats
+        self.lists: dict[str, list[Any]] = {
+            "tool_calls_summary": list(doc.tool_calls_summary),
+            "decisions": list(doc.decisions),
+            "failed_attempts": list(doc.failed_attempts),
+            "completed": list(doc.task_state.completed),
+            "files": list(doc.files),
+        }
+
+    def build(self, work_log: list[S.Step]) -> S.CompressedContext:
+        """The document with the lists as cut so far and ``work_log``."""
+        lists = self.lists
+        return self.doc.model_copy(
             update={
                 "tool_calls_summary": lists["tool_calls_summary"],
                 "decisions": lists["decisions"],
                 "work_log": work_log,
                 "failed_attempts": lists["failed_attempts"],
-                "task_state": doc.task_state.model_copy(update={"completed": lists["completed"]}),
+                "task_state": self.doc.task_state.model_copy(update={"completed": lists["completed"]}),
                 "files": lists["files"],
             }
         )
 
-    def drop_oldest(keys: tuple[str, ...], total: int) -> int:
+    def drop_oldest(self, keys: tuple[str, ...], total: int) -> int:
         """Drop (and count) the oldest items of these lists, in order, while ``total`` is over the budget."""
         for name in keys:
-            items = lists[name]
-            item_costs = [cost(x) for x in items]
-            while total > budget_tokens and items:
+            items = self.lists[name]
+            item_costs = [self.cost(x) for x in items]
+            while total > self.budget_tokens and items:
                 total -= item_costs.pop(0)
                 items.pop(0)
-                stats.clipped_items += 1
+                self.stats.clipped_items += 1
         return total
 
-    # The tool calls wait: they are chosen after the work log, among the calls it no longer shows.
-    calls = lists["tool_calls_summary"]
-    lists["tool_calls_summary"] = []
-    share = TOOL_CALLS_SHARE if budget.tool_calls_share is None else budget.tool_calls_share
-    reserve = int(share * budget_tokens) if calls else 0
-    total = count_text(build(list(doc.work_log)).to_json())
-    # the decisions go first (the work log says the same words with what was done; measured on resume-qa,
-    # docs/resume.md), then the work log fills the room the rest leaves; when the rest alone is over, the oldest
-    # completed items, failures and files go
-    if drop_oldest(("decisions",) if decisions_first else (), total) <= budget_tokens - reserve:
-        work_log = list(doc.work_log)
-    else:
-        base = count_text(build([]).to_json())
-        if base > budget_tokens - reserve:
+    def make_room(self, reserve: int, decisions_first: bool, count_text: Callable[[str], int]) -> None:
+        """When the rest alone is over the budget less its ``reserve``: less detail, then fewer items (``fit``)."""
+        base = count_text(self.build([]).to_json())
+        if base > self.budget_tokens - reserve:
             # the rest alone is over (a small window, a long run): the older failures and files say less first
             # (what failed and why, which file changed how; the rest is in the archive), then the oldest go
-            failed, files = lists["failed_attempts"], lists["files"]
+            failed, files = self.lists["failed_attempts"], self.lists["files"]
             lean = {"then": "", "resolved_by": ""}
-            lists["failed_attempts"] = [f.model_copy(update=lean) for f in failed[:-TOLD]] + failed[-TOLD:]
-            lists["files"] = [f.model_copy(update={"now": []}) for f in files[:-TOLD]] + files[-TOLD:]
-            base = count_text(build([]).to_json())
+            self.lists["failed_attempts"] = [f.model_copy(update=lean) for f in failed[:-TOLD]] + failed[-TOLD:]
+            self.lists["files"] = [f.model_copy(update={"now": []}) for f in files[:-TOLD]] + files[-TOLD:]
+            base = count_text(self.build([]).to_json())
             decisions = () if decisions_first else ("decisions",)  # what the first cut left of them stays
-            drop_oldest(("completed", *decisions, "failed_attempts", "files"), base + reserve)
-        known = _shown(build([]), known, lasting)  # what the rest of the document says is not paid twice
-        work_log = _packed(read(steps, budget.counter, selector), budget_tokens - reserve, budget, known, build)
-    stats.clipped_items += len(steps) - len(work_log)
-    lists["tool_calls_summary"] = _uncovered_calls(calls, work_log, budget_tokens, count_text, build, cost, stats)
-    return build(work_log)
+            self.drop_oldest(("completed", *decisions, "failed_attempts", "files"), base + reserve)
 
 
 def _shown(rest: S.CompressedContext, known: set[str] | frozenset[str], lasting: bool) -> set[str]:

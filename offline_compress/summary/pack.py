@@ -285,35 +285,47 @@ def pack(
     r = material if isinstance(material, _Read) else read(material, counter, selector)
     if not r.pieces:
         return []
-    material, pieces, heads, of_step, overhead, scored = r.material, r.pieces, r.heads, r.of_step, r.overhead, r.scored
-    n = len(material)
-    weight = [recency ** (n - 1 - k) for k in range(n)]
-    covered = set(known)
-    chosen: dict[int, _Chosen] = {}
-    taken: set[int] = set()
+    chosen = _Greedy(r, recency, known).run(budget)
+    return [r.material[k].step(c.said, c.code, c.ran, c.saw) for k, c in sorted(chosen.items())]
 
-    def gain(i: int) -> int:
-        p = pieces[i]
-        return len(p.names - covered) + p.bonus
 
-    def price(i: int) -> tuple[float, int]:
+class _Greedy:
+    """The lazy greedy of budgeted coverage over the pieces of a work log: what is taken, and what is worth what."""
+
+    def __init__(self, r: _Read, recency: float, known: set[str] | frozenset[str]) -> None:
+        self.pieces, self.heads, self.of_step = r.pieces, r.heads, r.of_step
+        self.overhead, self.scored = r.overhead, r.scored
+        n = len(r.material)
+        self.weight = [recency ** (n - 1 - k) for k in range(n)]
+        self.covered = set(known)
+        self.chosen: dict[int, _Chosen] = {}
+        self.taken: set[int] = set()
+
+    def gain(self, i: int) -> int:
+        """The names piece ``i`` adds to what is covered so far, and its bonus."""
+        p = self.pieces[i]
+        return len(p.names - self.covered) + p.bonus
+
+    def price(self, i: int) -> tuple[float, int]:
         """(worth per token, tokens) of taking piece ``i`` now (opening its step costs its first line too)."""
+        pieces, scored = self.pieces, self.scored
         p = pieces[i]
-        own = gain(i)
+        own = self.gain(i)
         value, cost = (own * p.factor if scored else own), p.cost
-        if p.step not in chosen:
-            cost += overhead
-            h = heads[p.step]
+        if p.step not in self.chosen:
+            cost += self.overhead
+            h = self.heads[p.step]
             if h != i:
-                head_value = len(pieces[h].names - covered - p.names) + pieces[h].bonus
+                head_value = len(pieces[h].names - self.covered - p.names) + pieces[h].bonus
                 value += head_value * pieces[h].factor if scored else head_value
                 cost += pieces[h].cost
         if own <= 0:
             return 0.0, cost
-        return weight[p.step] * value / cost, cost
+        return self.weight[p.step] * value / cost, cost
 
-    def fits(i: int) -> bool:
-        p, c = pieces[i], chosen.get(pieces[i].step)
+    def fits(self, i: int) -> bool:
+        """Piece ``i`` stays within the schema's bounds of its step as chosen so far."""
+        p, c = self.pieces[i], self.chosen.get(self.pieces[i].step)
         if c is None:
             return True
         if p.kind == "said":
@@ -324,46 +336,51 @@ def pack(
             return len(c.saw) < S.MAX_SAW_LINES
         return c.ran_chars + len(p.text) + 4 <= S.MAX_RAN_CHARS
 
-    def take(i: int) -> None:
-        p = pieces[i]
-        c = chosen.setdefault(p.step, _Chosen())
+    def take(self, i: int) -> None:
+        """Piece ``i`` into its step, its names covered."""
+        p = self.pieces[i]
+        c = self.chosen.setdefault(p.step, _Chosen())
         getattr(c, p.kind).append(p.pos)
         if p.kind == "said":
             c.said_chars += len(p.text) + 1
         elif p.kind == "ran":
             c.ran_chars += len(p.text) + 4
-        taken.add(i)
-        covered.update(p.names)
+        self.taken.add(i)
+        self.covered.update(p.names)
 
-    def entry(i: int) -> tuple[float, int, int]:
-        return (-price(i)[0], -pieces[i].step, i)
+    def entry(self, i: int) -> tuple[float, int, int]:
+        """Piece ``i`` in the queue: the best worth first, then the newer step, then the earlier piece."""
+        return (-self.price(i)[0], -self.pieces[i].step, i)
 
-    heap = [entry(i) for i in range(len(pieces))]
-    heapq.heapify(heap)
-    left = budget
-    cheapest = min(p.cost for p in pieces)
-    while heap and left >= cheapest:
-        _, _, i = heapq.heappop(heap)
-        if i in taken:
-            continue
-        worth, cost = price(i)
-        if worth <= 0:
-            continue
-        if heap and worth < -heap[0][0] - 1e-12:  # stale: worth fell since it was queued
-            heapq.heappush(heap, (-worth, -pieces[i].step, i))
-            continue
-        if cost > left or not fits(i):
-            continue
-        opened = pieces[i].step not in chosen
-        if opened and heads[pieces[i].step] != i:
-            take(heads[pieces[i].step])
-        take(i)
-        left -= cost
-        if opened:  # the step's other pieces just got cheaper: queue them at their new worth
-            for j in of_step[pieces[i].step]:
-                if j not in taken:
-                    heapq.heappush(heap, entry(j))
-    return [material[k].step(c.said, c.code, c.ran, c.saw) for k, c in sorted(chosen.items())]
+    def run(self, budget: int) -> dict[int, _Chosen]:
+        """The pieces taken, best first, until ``budget`` is spent: by step, the positions of each kind."""
+        pieces, heads, chosen, taken = self.pieces, self.heads, self.chosen, self.taken
+        heap = [self.entry(i) for i in range(len(pieces))]
+        heapq.heapify(heap)
+        left = budget
+        cheapest = min(p.cost for p in pieces)
+        while heap and left >= cheapest:
+            _, _, i = heapq.heappop(heap)
+            if i in taken:
+                continue
+            worth, cost = self.price(i)
+            if worth <= 0:
+                continue
+            if heap and worth < -heap[0][0] - 1e-12:  # stale: worth fell since it was queued
+                heapq.heappush(heap, (-worth, -pieces[i].step, i))
+                continue
+            if cost > left or not self.fits(i):
+                continue
+            opened = pieces[i].step not in chosen
+            if opened and heads[pieces[i].step] != i:
+                self.take(heads[pieces[i].step])
+            self.take(i)
+            left -= cost
+            if opened:  # the step's other pieces just got cheaper: queue them at their new worth
+                for j in self.of_step[pieces[i].step]:
+                    if j not in taken:
+                        heapq.heappush(heap, self.entry(j))
+        return chosen
 
 
 __all__ = ["ELLIPSIS", "RECENCY", "Material", "ScoresPieces", "clip", "collapse_repeats", "names", "pack", "read"]
