@@ -117,7 +117,6 @@ class Replayer:
         self.phrases = list(phrases)
         self.counter = counter or get_counter()
         self.extract = Compressor(None, keep_last=keep_last)
-        self._selector: Any = None
         self._model = model
         self.seed = seed
         self.seed_only_cached = seed_only_cached
@@ -134,12 +133,6 @@ class Replayer:
         return self._model
 
     def compressor_for(self, strategy: str) -> Any:
-        if strategy == "selector":
-            if self._selector is None:
-                from offline_compress.compressor import Compressor
-
-                self._selector = Compressor(None, keep_last=self.keep_last, selector="default")
-            return self._selector
         return self.model if strategy == "model" else self.extract
 
     def replay(self, messages: list[Message], window: int) -> list[dict[str, Any]]:
@@ -398,15 +391,6 @@ def paired(
     return out
 
 
-def _selector_pairs(
-    trajectories: Sequence[dict[str, Any]], strategies: Sequence[str], windows: Sequence[int]
-) -> list[dict[str, Any]]:
-    """The selector's go/no-go figure: ``selector`` against ``extract`` at the same points and budget."""
-    if "selector" not in strategies or "extract" not in strategies:
-        return []
-    return paired(trajectories, ["selector"], windows, against="extract")
-
-
 def format_paired(rows: Sequence[dict[str, Any]]) -> str:
     if not rows:
         return ""
@@ -593,7 +577,6 @@ def run_replay(
         trajectories.append(entry)
     rows = aggregate(trajectories, replayer.strategies, replayer.windows)
     pairs = paired(trajectories, replayer.strategies, replayer.windows) if "mask" in replayer.strategies else []
-    pairs += _selector_pairs(trajectories, replayer.strategies, replayer.windows)
     harnesses = sorted({t["harness"] for t in trajectories if "harness" in t})
     by_harness = {}
     if len(harnesses) > 1:
@@ -604,8 +587,7 @@ def run_replay(
                 "aggregate": aggregate(subset, replayer.strategies, replayer.windows),
                 "paired": (
                     paired(subset, replayer.strategies, replayer.windows) if "mask" in replayer.strategies else []
-                )
-                + _selector_pairs(subset, replayer.strategies, replayer.windows),
+                ),
                 "churn": aggregate_churn(subset, replayer.windows),
             }
     return {

@@ -7,10 +7,6 @@ mask      observation masking: every tool output before the last ``keep_last`` m
 seed      the seed design: the whole prefix JSON-dumped into one prompt to the same local model (``seed.py``)
 extract   this project's default, extractive (``Compressor()``, no model), through ``CompactionHook``
 model     this project with the embedded model's draft (``Compressor("default")``), through ``CompactionHook``
-selector  ``extract`` with the learned line selector on (``Compressor(selector="default")``): the same hook, the
-          same budget, the work log packed with the selector's scores (docs/selector.md). Each message is
-          scored as it arrives; the replay waits for those scores before a compaction, as an agent's own model
-          call would give the worker the time (the worker's CPU is measured apart, docs/selector.md)
 
 ``truncate`` and ``mask`` are pure functions of the prefix (applying them again to their own output plus new
 messages gives the same context as applying them to the whole prefix). ``extract`` and ``model`` run the real
@@ -31,8 +27,8 @@ from offline_compress.hook.config import HookConfig
 
 from .probes import KEEP_LAST, head_end, is_tool_output, tail_start
 
-STRATEGIES = ("full", "truncate", "mask", "seed", "extract", "model", "selector")
-HOOKED = ("extract", "model", "selector")  # strategies that run the real hook
+STRATEGIES = ("full", "truncate", "mask", "seed", "extract", "model")
+HOOKED = ("extract", "model")  # strategies that run the real hook
 FAST_STRATEGIES = ("full", "truncate", "mask", "extract")  # no model: what ab-replay runs by default
 MASK_PLACEHOLDER = "[output omitted]"
 
@@ -112,7 +108,6 @@ class HookReplay:
             )
             live: list[Any] = []
             last = 0
-            selector = getattr(self.compressor, "selector", None)
             for i, m in enumerate(messages):
                 if m.role != "assistant" or i == 0:
                     continue
@@ -127,13 +122,8 @@ class HookReplay:
                     if on_step is not None:
                         on_step(i, arrived, live, hook.metrics[before:])
                 elif i in forced:
-                    if selector is not None:  # the step before_step would have been: messages scored on arrival
-                        selector.observe(live)
-                        selector.wait()
                     live = hook.compact(live, reason="replay")
                 else:
-                    if selector is not None:
-                        selector.observe(live)
                     continue
                 fired = hook.metrics[before:]
                 if fired and fired[-1].outcome == "compacted":

@@ -113,7 +113,6 @@ class PreparedPrompt:
     suffix: str  # the prompt after ``Compressor.prefix``
     head: int = 0  # messages [0, head) are kept verbatim before the summary (not summarised)
     kept_texts: tuple[str, ...] = ()  # texts of the messages kept verbatim around the summary (head and recent)
-    task: str = ""  # the task statement the learned selector compares pieces with (only with a selector)
     parts: tuple[str, ...] = ()  # written-state mode: the region rendered, in parts that fit (``suffix``: the first)
     checklist: str = ""  # the written-state mode: the facts read exactly, as every part's prompt shows them
 
@@ -135,8 +134,6 @@ class Compressor:
     attention, decoder, the model file's check), apart from what the summary is.
     ``backend``: any ``offline_compress.engine.Backend`` instead
     (e.g. ``OpenAIServerBackend`` for a model server); ``model`` and ``llama`` are then unused.
-    ``selector``: the learned line selector (``offline_compress.selector``: ``"default"`` the shipped head on the
-    embedded Gemma's token embeddings, a head file, or a ``Selector``); None (default): the rule packer alone.
     ``written``: the written-state mode, for a capable model (an instruct model of some billions of parameters,
     such as the agent's own on its server): it reads the region and writes the state (module docstring). Off by
     default and never chosen for you: the embedded 270M base model cannot write, and a backend cannot tell how
@@ -157,13 +154,7 @@ class Compressor:
         backend: Backend | None = None,
         summary_tokens: int | None = DEFAULT_SUMMARY_TOKENS,
         counter: CountsTokens | None = None,
-        selector: Any = None,
     ) -> None:
-        if selector is not None and not hasattr(selector, "for_task"):
-            from .selector import Selector
-
-            selector = Selector(None if selector == "default" else selector)
-        self.selector = selector
         if summary_tokens is not None and summary_tokens <= 0:
             raise ValueError(f"summary_tokens must be positive or None, got {summary_tokens}")
         self.summary_tokens = summary_tokens  # None: only the schema's list bounds
@@ -266,7 +257,6 @@ class Compressor:
             raise EmptyHistoryError("nothing to compress: only the previous summary precedes the kept messages")
         # with a previous summary, the region's first user turn follows the exchange it summarised: mid-session
         facts = extract_facts([*parsed[:head], *target], start=head, summarised_before=previous is not None)
-        task = "" if self.selector is None else extract_task(parsed)[0]  # the selector's context (its training's)
         # what the reader has verbatim around the summary (its tool-call arguments too): not paid for twice
         kept = tuple(m.text_and_arguments for m in [*parsed[:head], *parsed[cut:]])
         suffix, listed = "", ""  # no model: no prompt
@@ -293,7 +283,6 @@ class Compressor:
             suffix=suffix,
             head=head,
             kept_texts=kept,
-            task=task,
             parts=parts,
             checklist=listed,
         )
@@ -422,8 +411,7 @@ class Compressor:
             SourceIndex([]) if draft is NO_DRAFT else source_index(prepared, written=isinstance(draft, WrittenState))
         )
         report = GroundingReport()
-        scorer = None if self.selector is None else self.selector.for_task(prepared.task)
-        sources = Sources(facts, target, index, previous, prepared.kept_texts, scorer)
+        sources = Sources(facts, target, index, previous, prepared.kept_texts)
         context, carried = merge_carried(sources, draft, report, stats, budget)
         context = redact_summary(context)  # one last pass over every string, tool names and paths included
         # the carried document is never shown: what of it a later summary holds gets that summary's last pass

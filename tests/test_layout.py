@@ -172,7 +172,6 @@ def test_the_user_cli_keeps_only_what_a_user_runs() -> None:
         "archive",
         "contradictions",
         "download-model",
-        "train-selector",
     }
     from evaluation.__main__ import build_parser as evaluation_parser
 
@@ -191,7 +190,7 @@ def test_the_user_cli_keeps_only_what_a_user_runs() -> None:
 
 
 def test_the_scoring_modules_import_neither_the_extractor_nor_the_compressors_checks() -> None:
-    modules = ["summary_eval", "scoring", "reference", "grounding", "canaries", "probes", "fitting", "selector_labels"]
+    modules = ["summary_eval", "scoring", "reference", "grounding", "canaries", "probes", "fitting"]
     modules.append("contexts")
     loaded = modules_after("\n".join(f"import evaluation.{m}" for m in modules))
     forbidden = {m for m in loaded if m == "offline_compress.extract" or m.startswith("offline_compress.extract.")}
@@ -263,7 +262,6 @@ FLOORS = (
     "secrets",
     "contradictions",
     "summary",
-    "selector",
     "engine",
     "archive",
     "compressor",

@@ -38,14 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .contradictions import add_contradictions_parser
     from .download import add_download_parser
     from .history_commands import add_history_parsers
-    from .train_selector import add_train_selector_parser
 
     add_history_parsers(sub)
     add_batch_parser(sub)
     add_archive_parsers(sub)
     add_contradictions_parser(sub)
     add_download_parser(sub)
-    add_train_selector_parser(sub)
     return parser
 
 

@@ -220,9 +220,6 @@ class CompactionHook:
     def _step(self, originals: list[Any]) -> list[Any]:
         parsed = self._messages.parse(originals)
         originals, parsed = reapply(self._applied, originals, parsed)
-        selector = getattr(self._compressor, "selector", None)
-        if selector is not None:  # new messages scored in a worker while the agent's own model call runs
-            selector.observe(parsed)
         self.last_decision = decision = self._running.decide(parsed, self.turns_since_last_compression, self.trigger)
         if not decision.should_compress or self.held(parsed, decision.estimated_tokens):
             self.turns_since_last_compression += 1

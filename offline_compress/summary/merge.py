@@ -43,7 +43,7 @@ from . import schema as S
 from .draft import Draft
 from .ground import GroundingReport, SourceIndex
 from .intake import ModelItems, model_items
-from .pack import Material, ScoresPieces, clip, collapse_repeats, names, pack, read
+from .pack import Material, clip, collapse_repeats, names, pack, read
 from .written import WrittenState
 
 
@@ -160,7 +160,6 @@ class Sources:
     index: SourceIndex
     previous: S.CompressedContext | None = None
     kept_texts: Sequence[str] = ()
-    selector: ScoresPieces | None = None  # a learned score of the work log's pieces (pack.py); None: the rule
 
 
 TOOL_CALLS_SHARE = 0.05  # of the budget, kept for the newest distinct tool calls (chosen on the replay design split)
@@ -362,10 +361,8 @@ def _fitted(
     known = set().union(*(names(t) for t in sources.kept_texts)) if sources.kept_texts else set()
     # a capable model's decisions are what it was asked for: the work log gives way to them (docs/resume.md, round 8)
     first = not isinstance(draft, WrittenState)
-    shown = fit(doc, budget, stats, known=known, material=material, selector=sources.selector, decisions_first=first)
-    carried = fit(
-        doc, budget, _Uncounted(), material=material, selector=sources.selector, lasting=True, decisions_first=first
-    )
+    shown = fit(doc, budget, stats, known=known, material=material, decisions_first=first)
+    carried = fit(doc, budget, _Uncounted(), material=material, lasting=True, decisions_first=first)
     return shown, carried
 
 
@@ -388,7 +385,6 @@ def fit(
     *,
     known: set[str] | frozenset[str] = frozenset(),
     material: Sequence[Material] | None = None,
-    selector: ScoresPieces | None = None,
     lasting: bool = False,
     decisions_first: bool = True,
 ) -> S.CompressedContext:
@@ -398,7 +394,7 @@ def fit(
     written-state mode, whose decisions then go with the completed items); then the work log is packed into
     the room left (``pack.py``: its pieces by the names they add, newest steps first); then failed attempts,
     completed items and the remaining tool calls go, oldest first. ``material``: the
-    work log before any cut (default: ``doc``'s own). ``selector``: the work log's pieces scored by it (pack.py).
+    work log before any cut (default: ``doc``'s own).
     Constraints and the remaining task are never dropped (``turns_within`` is what may split a long user turn,
     before this), so a document can stay above the budget; the caller measures it. Every item dropped is counted.
     ``lasting``: the narrative does not count among what shows a name (the next compaction writes it anew;
@@ -409,7 +405,7 @@ def fit(
     steps = list(material) if material is not None else [Material.of_step(s) for s in doc.work_log]
     total = count_text(doc.to_json())
     if total <= budget_tokens:
-        return _fit_within(doc, budget, stats, steps, known, selector, lasting)
+        return _fit_within(doc, budget, stats, steps, known, lasting)
     cut = _Cut(doc, budget_tokens, cost, stats)
     # The tool calls wait: they are chosen after the work log, among the calls it no longer shows.
     calls = cut.lists["tool_calls_summary"]
@@ -425,7 +421,7 @@ def fit(
     else:
         cut.make_room(reserve, decisions_first, count_text)
         known = _shown(cut.build([]), known, lasting)  # what the rest of the document says is not paid twice
-        work_log = _packed(read(steps, budget.counter, selector), budget_tokens - reserve, budget, known, cut.build)
+        work_log = _packed(read(steps, budget.counter), budget_tokens - reserve, budget, known, cut.build)
     stats.clipped_items += len(steps) - len(work_log)
     cut.lists["tool_calls_summary"] = _uncovered_calls(
         calls, work_log, budget_tokens, count_text, cut.build, cost, stats
@@ -439,7 +435,6 @@ def _fit_within(
     stats: ClipCounter,
     steps: list[Material],
     known: set[str] | frozenset[str],
-    selector: ScoresPieces | None,
     lasting: bool,
 ) -> S.CompressedContext:
     """``doc``, within its budget, with the lines of its work log that add a name (``fit``)."""
@@ -447,7 +442,7 @@ def _fit_within(
     # rest of the summary, the lines taken before it or the messages kept verbatim show already is not paid
     # for twice (chosen on the design splits, docs/replay.md "Lines that add no name").
     known = _shown(doc.model_copy(update={"work_log": []}), known, lasting)
-    work_log = pack(read(steps, budget.counter, selector), budget.tokens, budget.counter, known=known)
+    work_log = pack(read(steps, budget.counter), budget.tokens, budget.counter, known=known)
     stats.clipped_items += len(steps) - len(work_log)
     return doc.model_copy(update={"work_log": work_log})
 

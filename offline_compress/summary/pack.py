@@ -14,9 +14,6 @@ A work log within its budget is packed too, with room for all of it: only the pi
 summary pays for a name once; ``merge.fit``).
 
 Pure and deterministic: equal worth goes to the newer step, then to the earlier piece of it.
-
-``selector`` (optional, ``offline_compress.selector``): a learned score per piece that multiplies what the piece
-adds; without one the pack is exactly the rule's.
 """
 
 from __future__ import annotations
@@ -27,7 +24,6 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 
 from ..extract.calls import ADDED_LINE, REMOVED_LINE
 from ..extract.prose import SENTENCE_SPLIT
@@ -42,13 +38,6 @@ ELLIPSIS = "…"
 REPEAT_SAW_LINES = MAX_SAW_LINES  # distinct lines a run of repeated calls offers the packer, as one call does
 # A line of output that is only a path heads the lines after it (a search's or a viewer's file header)
 _PATH_LINE = re.compile(r"(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|[\w-]+\.[A-Za-z]\w{0,4}")
-
-
-class ScoresPieces(Protocol):
-    """A learned selector bound to a task: a positive multiplier of each piece's worth, given its
-    ``(kind, text, head, age)`` (head: the first line of what a step ran; age: the number of newer steps)."""
-
-    def score(self, pieces: Sequence[tuple[str, str, bool, int]]) -> Sequence[float]: ...
 
 
 def names(text: str) -> set[str]:
@@ -197,7 +186,6 @@ class _Piece:
     names: frozenset[str]
     cost: int
     bonus: int = 0
-    factor: float = 1.0  # the selector's multiplier of what the piece adds (1: no selector)
 
 
 @dataclass
@@ -223,12 +211,10 @@ class _Read:
     heads: dict[int, int]  # step -> index of its first ran line in ``pieces``
     of_step: dict[int, list[int]]  # step -> indices of its pieces
     overhead: int  # tokens of an empty step
-    scored: bool = False  # a selector's factors are in the pieces
 
 
-def read(material: Sequence[Material], counter: CountsTokens, selector: ScoresPieces | None = None) -> _Read:
-    """Read the pieces of ``material`` once: what each names and costs (one tokenizer batch for all pieces), and,
-    with a ``selector``, its score."""
+def read(material: Sequence[Material], counter: CountsTokens) -> _Read:
+    """Read the pieces of ``material`` once: what each names and costs (one tokenizer batch for all pieces)."""
     slots: list[tuple[int, str, int, str, int]] = []  # (step, kind, position, text, bonus)
     for k, m in enumerate(material):
         for kind in _KINDS:
@@ -257,12 +243,6 @@ def read(material: Sequence[Material], counter: CountsTokens, selector: ScoresPi
         if (k, kind) in added and REMOVED_LINE.match(text):
             held = held - added[k, kind]
         out.pieces.append(_Piece(k, kind, pos, text, held, cost + 1, bonus))
-    if selector is not None and out.pieces:
-        n = len(material)
-        views = [(p.kind, p.text, p.kind == "ran" and p.pos == 0, n - 1 - p.step) for p in out.pieces]
-        for p, factor in zip(out.pieces, selector.score(views)):
-            p.factor = float(factor)
-        out.scored = True
     return out
 
 
@@ -273,16 +253,14 @@ def pack(
     *,
     known: set[str] | frozenset[str] = frozenset(),
     recency: float = RECENCY,
-    selector: ScoresPieces | None = None,
 ) -> list[S.Step]:
     """The steps of ``material`` (oldest first; or its pieces, ``read`` once for several budgets) cut to about
     ``budget`` tokens of JSON, best pieces first (see the module docstring). ``known``: names the reader has
     elsewhere (the messages kept verbatim). A step of which nothing is taken is left out. The caller checks the
-    exact total and packs again with less if needed. ``selector``: see the module docstring (unused when
-    ``material`` was ``read`` already: its scores are in the pieces)."""
+    exact total and packs again with less if needed."""
     if budget <= 0 or not material:
         return []
-    r = material if isinstance(material, _Read) else read(material, counter, selector)
+    r = material if isinstance(material, _Read) else read(material, counter)
     if not r.pieces:
         return []
     chosen = _Greedy(r, recency, known).run(budget)
@@ -294,7 +272,7 @@ class _Greedy:
 
     def __init__(self, r: _Read, recency: float, known: set[str] | frozenset[str]) -> None:
         self.pieces, self.heads, self.of_step = r.pieces, r.heads, r.of_step
-        self.overhead, self.scored = r.overhead, r.scored
+        self.overhead = r.overhead
         n = len(r.material)
         self.weight = [recency ** (n - 1 - k) for k in range(n)]
         self.covered = set(known)
@@ -308,16 +286,16 @@ class _Greedy:
 
     def price(self, i: int) -> tuple[float, int]:
         """(worth per token, tokens) of taking piece ``i`` now (opening its step costs its first line too)."""
-        pieces, scored = self.pieces, self.scored
+        pieces = self.pieces
         p = pieces[i]
         own = self.gain(i)
-        value, cost = (own * p.factor if scored else own), p.cost
+        value, cost = own, p.cost
         if p.step not in self.chosen:
             cost += self.overhead
             h = self.heads[p.step]
             if h != i:
                 head_value = len(pieces[h].names - self.covered - p.names) + pieces[h].bonus
-                value += head_value * pieces[h].factor if scored else head_value
+                value += head_value
                 cost += pieces[h].cost
         if own <= 0:
             return 0.0, cost
@@ -383,4 +361,4 @@ class _Greedy:
         return chosen
 
 
-__all__ = ["ELLIPSIS", "RECENCY", "Material", "ScoresPieces", "clip", "collapse_repeats", "names", "pack", "read"]
+__all__ = ["ELLIPSIS", "RECENCY", "Material", "clip", "collapse_repeats", "names", "pack", "read"]
