@@ -36,6 +36,26 @@ from .tree import (
 )
 
 
+def _without_missing(op: _Op, missing: list[str]) -> _Op | None:
+    """``op`` less the paths the command said were not there; None when a copy or move has nothing left."""
+    kind = op.kind
+    if kind in ("write", "delete", "copy", "move", "touch", "revert") and any(
+        _same_file(p, m) for p in op.paths for m in missing
+    ):
+        # the command said the file was not there: it did nothing to it
+        op = _Op(
+            kind,
+            tuple(p for p in op.paths if not any(_same_file(p, m) for m in missing)),
+            op.evidence,
+            op.content,
+            op.mode,
+            op.extra,
+        )
+        if kind in ("copy", "move") and len(op.paths) < 2:
+            return None
+    return op
+
+
 class _Checker:
     """Applies actions to the tree and records the contradictions they cause."""
 
@@ -89,129 +109,159 @@ class _Checker:
 
     def apply(self, action: _Action) -> None:
         step = action.step
-        tree = self.tree
         diff_seen = False
         missing = _missing_paths(action.output)
         for op in action.ops:
-            kind = op.kind
-            if (
-                missing
-                and kind in ("write", "delete", "copy", "move", "touch", "revert")
-                and any(_same_file(p, m) for p in op.paths for m in missing)
-            ):
-                # the command said the file was not there: it did nothing to it
-                op = _Op(
-                    kind,
-                    tuple(p for p in op.paths if not any(_same_file(p, m) for m in missing)),
-                    op.evidence,
-                    op.content,
-                    op.mode,
-                    op.extra,
-                )
-                if kind in ("copy", "move") and len(op.paths) < 2:
+            if missing:
+                found = _without_missing(op, missing)
+                if found is None:
                     continue
-            if kind == "write":
-                for p in op.paths:
-                    k = tree.key(p)
-                    tree.write(k, op.content, op.mode)
-                    self._changed(k, step, op.evidence)
-            elif kind == "touch":
-                for p in op.paths:
-                    k = tree.key(p)
-                    # touch only changes an existing file's time: a new file only where it cannot have existed
-                    if tree.version[k] == _ABSENT or (tree.untouched(k) and tree.in_made_dir(k)):
-                        tree.write(k, "", "create")
-                        self._changed(k, step, op.evidence)
-            elif kind == "mkdir":
-                tree.made_dirs.update(p.rstrip("/") for p in op.paths)
-            elif kind == "delete":
-                for p in op.paths:
-                    self._delete(p, step, op.evidence)
-            elif kind in ("copy", "move"):
-                src, dst = op.paths
-                ks, kd = tree.key(src), tree.key(dst)
-                if ks == kd:
-                    continue
-                tree.version[kd] = tree.version[ks]
-                tree.content[kd] = tree.content.get(ks)
-                self._changed(kd, step, op.evidence)
-                if kind == "move":
-                    tree.delete(ks)
-                    self._changed(ks, step, op.evidence)
-            elif kind == "revert":
-                keys: list[str] = []
-                for p in op.paths:
-                    under = tree.keys_under(p)
-                    found = tree.find(p)
-                    if found is not None:
-                        keys.append(found)
-                    elif not under and not _dir_like(p):
-                        keys.append(tree.key(p))
-                    keys.extend(under)
-                for k in dict.fromkeys(keys):
-                    if tree.existed.get(k) is None and not tree.untouched(k):
-                        continue  # created in the history: git does not know it, checkout fails
-                    tree.revert(k)
-                    self._changed(k, step, op.evidence)
-            elif kind == "revert-all":
-                for k in list(tree.version):
-                    if tree.tracked(k) and tree.differs(k):
-                        tree.revert(k)
-                        self._restored(k)
-            elif kind == "stash":
-                saved: dict[str, tuple[tuple[str, ...], str | None]] = {}
-                include_untracked = "untracked" in op.extra
-                for k in list(tree.version):
-                    if tree.differs(k) and (include_untracked or tree.tracked(k)):
-                        saved[k] = (tree.version[k], tree.content.get(k))
-                        tree.version[k] = (_HEAD, k) if tree.tracked(k) else _ABSENT
-                        self.stashed_pending[k] = self.pending.pop(k, [])
-                tree.stash.append(saved)
-            elif kind in ("stash-pop", "stash-apply"):
-                if tree.stash:
-                    saved = tree.stash.pop() if kind == "stash-pop" else tree.stash[-1]
-                    for k, (version, content) in saved.items():
-                        tree.version[k] = version  # the stashed changes come back: same contradictions, not new ones
-                        tree.content[k] = content
-                        self.pending[k] = self.stashed_pending.pop(k, []) + self.pending.get(k, [])
-            elif kind == "stash-drop":
-                if tree.stash:
-                    tree.stash.pop()
-            elif kind == "clean":
-                for p in op.paths or ("",):
-                    found = tree.find(p)
-                    for k in tree.keys_under(p) + ([found] if found else []):
-                        if not tree.tracked(k) and tree.version[k] != _ABSENT:
-                            tree.version[k] = _ABSENT
-                            self._changed(k, step, op.evidence)
-            elif kind == "stage-all":
-                tree.all_staged = True
-            elif kind == "stage":
-                tree.staged.update(tree.key(p) for p in op.paths)
-            elif kind == "unstage":
-                if op.paths:
-                    tree.staged.difference_update(tree.key(p) for p in op.paths)
-                else:
-                    tree.staged.clear()
-                    tree.all_staged = False
-            elif kind == "commit":
-                tree.committed = True
-            elif kind == "diff":
+                op = found
+            if op.kind == "diff":
                 if not diff_seen and action.output is not None:
                     diff_seen = True
                     self._diff_evidence(action, op, step)
-            elif kind == "branch":
-                self.branch = op.extra[0]
-            elif kind == "push":
-                self._push(op, step)
-            elif kind == "install":
-                self._install(op, step)
-            elif kind == "uninstall":
-                for pkg in op.extra:
-                    for h in self.installed.pop(pkg, []):
-                        self.hits[h].final = False
-            elif kind in ("run", "use", "flags", "written-use", "written-flags"):
-                self._names(op, step, action)
+            else:
+                self._apply_op(op, step, action)
+
+    def _apply_op(self, op: _Op, step: int, action: _Action) -> None:
+        """One operation other than ``diff`` (which only the action's first one reads)."""
+        kind = op.kind
+        tree = self.tree
+        if kind == "write":
+            for p in op.paths:
+                k = tree.key(p)
+                tree.write(k, op.content, op.mode)
+                self._changed(k, step, op.evidence)
+        elif kind == "touch":
+            self._touch(op, step)
+        elif kind == "mkdir":
+            tree.made_dirs.update(p.rstrip("/") for p in op.paths)
+        elif kind == "delete":
+            for p in op.paths:
+                self._delete(p, step, op.evidence)
+        elif kind in ("copy", "move"):
+            self._copy(op, step)
+        elif kind == "revert":
+            self._revert(op, step)
+        elif kind == "revert-all":
+            for k in list(tree.version):
+                if tree.tracked(k) and tree.differs(k):
+                    tree.revert(k)
+                    self._restored(k)
+        elif kind == "stash":
+            self._stash(op)
+        elif kind in ("stash-pop", "stash-apply"):
+            self._unstash(kind)
+        elif kind == "stash-drop":
+            if tree.stash:
+                tree.stash.pop()
+        elif kind == "clean":
+            self._clean(op, step)
+        elif kind in ("stage-all", "stage", "unstage", "commit"):
+            self._stage(op)
+        elif kind == "branch":
+            self.branch = op.extra[0]
+        elif kind == "push":
+            self._push(op, step)
+        elif kind == "install":
+            self._install(op, step)
+        elif kind == "uninstall":
+            for pkg in op.extra:
+                for h in self.installed.pop(pkg, []):
+                    self.hits[h].final = False
+        elif kind in ("run", "use", "flags", "written-use", "written-flags"):
+            self._names(op, step, action)
+
+    def _touch(self, op: _Op, step: int) -> None:
+        """``touch``: a new empty file only where the file cannot have existed."""
+        tree = self.tree
+        for p in op.paths:
+            k = tree.key(p)
+            # touch only changes an existing file's time: a new file only where it cannot have existed
+            if tree.version[k] == _ABSENT or (tree.untouched(k) and tree.in_made_dir(k)):
+                tree.write(k, "", "create")
+                self._changed(k, step, op.evidence)
+
+    def _copy(self, op: _Op, step: int) -> None:
+        """``cp`` or ``mv``: the destination takes the source's version; a move also deletes the source."""
+        tree = self.tree
+        src, dst = op.paths
+        ks, kd = tree.key(src), tree.key(dst)
+        if ks == kd:
+            return
+        tree.version[kd] = tree.version[ks]
+        tree.content[kd] = tree.content.get(ks)
+        self._changed(kd, step, op.evidence)
+        if op.kind == "move":
+            tree.delete(ks)
+            self._changed(ks, step, op.evidence)
+
+    def _revert(self, op: _Op, step: int) -> None:
+        """``git checkout``/``git restore`` of paths: files git knows go back to their start."""
+        tree = self.tree
+        keys: list[str] = []
+        for p in op.paths:
+            under = tree.keys_under(p)
+            found = tree.find(p)
+            if found is not None:
+                keys.append(found)
+            elif not under and not _dir_like(p):
+                keys.append(tree.key(p))
+            keys.extend(under)
+        for k in dict.fromkeys(keys):
+            if tree.existed.get(k) is None and not tree.untouched(k):
+                continue  # created in the history: git does not know it, checkout fails
+            tree.revert(k)
+            self._changed(k, step, op.evidence)
+
+    def _stash(self, op: _Op) -> None:
+        """``git stash``: the changed files (untracked ones with ``-u``) saved and back at their start."""
+        tree = self.tree
+        saved: dict[str, tuple[tuple[str, ...], str | None]] = {}
+        include_untracked = "untracked" in op.extra
+        for k in list(tree.version):
+            if tree.differs(k) and (include_untracked or tree.tracked(k)):
+                saved[k] = (tree.version[k], tree.content.get(k))
+                tree.version[k] = (_HEAD, k) if tree.tracked(k) else _ABSENT
+                self.stashed_pending[k] = self.pending.pop(k, [])
+        tree.stash.append(saved)
+
+    def _unstash(self, kind: str) -> None:
+        """``git stash pop``/``apply``: the last stash's files back, with their contradictions."""
+        tree = self.tree
+        if tree.stash:
+            saved = tree.stash.pop() if kind == "stash-pop" else tree.stash[-1]
+            for k, (version, content) in saved.items():
+                tree.version[k] = version  # the stashed changes come back: same contradictions, not new ones
+                tree.content[k] = content
+                self.pending[k] = self.stashed_pending.pop(k, []) + self.pending.get(k, [])
+
+    def _clean(self, op: _Op, step: int) -> None:
+        """``git clean``: untracked files under the paths (the whole tree without any) are removed."""
+        tree = self.tree
+        for p in op.paths or ("",):
+            found = tree.find(p)
+            for k in tree.keys_under(p) + ([found] if found else []):
+                if not tree.tracked(k) and tree.version[k] != _ABSENT:
+                    tree.version[k] = _ABSENT
+                    self._changed(k, step, op.evidence)
+
+    def _stage(self, op: _Op) -> None:
+        """``git add``, ``git reset`` of paths, ``git commit``: what a later ``git diff`` compares."""
+        tree = self.tree
+        if op.kind == "stage-all":
+            tree.all_staged = True
+        elif op.kind == "stage":
+            tree.staged.update(tree.key(p) for p in op.paths)
+        elif op.kind == "unstage":
+            if op.paths:
+                tree.staged.difference_update(tree.key(p) for p in op.paths)
+            else:
+                tree.staged.clear()
+                tree.all_staged = False
+        else:
+            tree.committed = True
 
     def _delete(self, path: str, step: int, evidence: str) -> None:
         tree = self.tree

@@ -53,7 +53,7 @@ import warnings
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -191,6 +191,37 @@ class _PenaltyWindow:
         self.ring.clear()
 
 
+@dataclass
+class _Run:
+    """One decode's state between its steps: the tokens, what llama.cpp has not evaluated yet, the counters."""
+
+    mask_ptr: int  # the bitmask's address and size in bytes, for llguidance to write the token mask into
+    mask_size: int
+    out: list[int] = field(default_factory=list)
+    pending: list[int] = field(default_factory=list)  # consumed by the matcher, not yet evaluated by llama.cpp
+    forced: int = 0
+    sampled: int = 0
+    decode_calls: int = 0
+    masks: int = 0
+    mask_s: float = 0.0
+    decode_s: float = 0.0
+    future: Future[None] | None = None  # a decode running on the pool while the mask is computed
+
+    def result(self, stop: str, start: float) -> DecodeResult:
+        """The ``DecodeResult`` of a decode that started at ``start`` (``time.perf_counter``) and ended on ``stop``."""
+        return DecodeResult(
+            tokens=self.out,
+            forced_tokens=self.forced,
+            sampled_tokens=self.sampled,
+            decode_calls=self.decode_calls,
+            masks=self.masks,
+            mask_seconds=self.mask_s,
+            decode_seconds=self.decode_s,
+            seconds=time.perf_counter() - start,
+            stop_reason=stop,
+        )
+
+
 # -- the decoder ----------------------------------------------------------------------------------------------
 class FastJsonDecoder:
     """Constrained greedy decoding on a loaded ``llama_cpp.Llama``. Build once per model (the llguidance
@@ -272,91 +303,32 @@ class FastJsonDecoder:
         if max_tokens < 0:
             raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
         matcher = self.matcher(schema)
-        window = self._window
-        window.clear()
-        if penalize_prompt:
-            for token in list(prompt_tokens)[-PENALTY_LAST_N:]:
-                window.push(int(token))
+        window = self._start_window(prompt_tokens, penalize_prompt)
         words = self._bitmask
-        ptr, size = words.ctypes.data, words.size * 4
-        out: list[int] = []
-        pending: list[int] = []  # consumed by the matcher, not yet evaluated by llama.cpp
-        forced = sampled = decode_calls = masks = 0
-        mask_s = decode_s = 0.0
+        run = _Run(mask_ptr=words.ctypes.data, mask_size=words.size * 4)
         stop = "max_tokens"
-        future: Future[None] | None = None
         start = time.perf_counter()
         try:
-            while len(out) < max_tokens:
+            while len(run.out) < max_tokens:
                 t0 = time.perf_counter()
                 ff = matcher.compute_ff_tokens()
-                mask_s += time.perf_counter() - t0
+                run.mask_s += time.perf_counter() - t0
                 if ff:
-                    ff = ff[: max_tokens - len(out)]
-                    if not matcher.consume_tokens(ff):
+                    if not self._take_forced(matcher, ff[: max_tokens - len(run.out)], run, batch_forced):
                         stop = f"error: {matcher.get_error()}"
                         break
-                    for token in ff:
-                        window.push(token)
-                    out += ff
-                    pending += ff
-                    forced += len(ff)
-                    if not batch_forced:  # one decode per token, as the Outlines path
-                        t0 = time.perf_counter()
-                        for token in pending:
-                            self.llm.eval([token])
-                        decode_calls += len(pending)
-                        decode_s += time.perf_counter() - t0
-                        pending = []
                     continue
                 if matcher.is_stopped():
                     stop = "grammar" if not matcher.is_error() else f"error: {matcher.get_error()}"
                     break
                 # One decode of everything pending (the last sampled token + any forced run after it).
                 if lazy_mask:
-                    if pending:
-                        decode_calls += 1
-                        t0 = time.perf_counter()
-                        self.llm.eval(pending)
-                        decode_s += time.perf_counter() - t0
-                        pending = []
-                    logits = self._logits()
-                    token = penalised_argmax(logits, window.counts, repeat_penalty, self.n_vocab)
-                    t0 = time.perf_counter()
-                    allowed = matcher.validate_tokens([token]) == 1
-                    if not allowed:
-                        matcher.unsafe_compute_mask_ptr(ptr, size)
-                        masks += 1
-                    mask_s += time.perf_counter() - t0
-                    if not allowed:
-                        if matcher.is_error():
-                            stop = f"error: {matcher.get_error()}"
-                            break
-                        token = masked_argmax(logits, words, window.counts, repeat_penalty, self.n_vocab)
+                    token = self._pick_checked(matcher, run, repeat_penalty)
                 else:
-                    # The mask is computed while llama.cpp decodes: both release the GIL.
-                    if pending:
-                        decode_calls += 1
-                        if self._pool is not None:
-                            future = self._pool.submit(self.llm.eval, pending)
-                        else:
-                            t0 = time.perf_counter()
-                            self.llm.eval(pending)
-                            decode_s += time.perf_counter() - t0
-                        pending = []
-                    t0 = time.perf_counter()
-                    matcher.unsafe_compute_mask_ptr(ptr, size)
-                    masks += 1
-                    t1 = time.perf_counter()
-                    mask_s += t1 - t0
-                    if future is not None:
-                        done, future = future, None
-                        done.result()
-                        decode_s += time.perf_counter() - t1
-                    if matcher.is_error():
-                        stop = f"error: {matcher.get_error()}"
-                        break
-                    token = masked_argmax(self._logits(), words, window.counts, repeat_penalty, self.n_vocab)
+                    token = self._pick_masked(matcher, run, repeat_penalty)
+                if token is None:  # the matcher failed while computing the mask
+                    stop = f"error: {matcher.get_error()}"
+                    break
                 if token < 0:
                     stop = "error: empty mask"
                     break
@@ -367,29 +339,94 @@ class FastJsonDecoder:
                     stop = f"error: {matcher.get_error()}"
                     break
                 window.push(token)
-                out.append(token)
-                pending.append(token)
-                sampled += 1
+                run.out.append(token)
+                run.pending.append(token)
+                run.sampled += 1
             else:
                 if matcher.is_stopped() and not matcher.is_error():
                     stop = "grammar"
         finally:
-            if future is not None:  # an exception left a decode running: never leave it behind
-                future.exception()
+            if run.future is not None:  # an exception left a decode running: never leave it behind
+                run.future.exception()
             window.clear()
         # Whatever is still pending stays un-evaluated: the KV cache ends at the last evaluated token, and
         # llm.n_tokens says so (llm.eval keeps it in step), so the context is consistent for the next call.
-        return DecodeResult(
-            tokens=out,
-            forced_tokens=forced,
-            sampled_tokens=sampled,
-            decode_calls=decode_calls,
-            masks=masks,
-            mask_seconds=mask_s,
-            decode_seconds=decode_s,
-            seconds=time.perf_counter() - start,
-            stop_reason=stop,
-        )
+        return run.result(stop, start)
+
+    def _start_window(self, prompt_tokens: Sequence[int], penalize_prompt: bool) -> _PenaltyWindow:
+        """The repetition-penalty window, emptied, and seeded with the prompt's last tokens if ``penalize_prompt``."""
+        window = self._window
+        window.clear()
+        if penalize_prompt:
+            for token in list(prompt_tokens)[-PENALTY_LAST_N:]:
+                window.push(int(token))
+        return window
+
+    def _take_forced(self, matcher: Any, ff: list[int], run: _Run, batch_forced: bool) -> bool:
+        """Consume a forced run (one decode per token without ``batch_forced``); False when the matcher rejects it."""
+        if not matcher.consume_tokens(ff):
+            return False
+        window = self._window
+        for token in ff:
+            window.push(token)
+        run.out += ff
+        run.pending += ff
+        run.forced += len(ff)
+        if not batch_forced:  # one decode per token, as the Outlines path
+            t0 = time.perf_counter()
+            for token in run.pending:
+                self.llm.eval([token])
+            run.decode_calls += len(run.pending)
+            run.decode_s += time.perf_counter() - t0
+            run.pending = []
+        return True
+
+    def _pick_checked(self, matcher: Any, run: _Run, repeat_penalty: float) -> int | None:
+        """The greedy token, the full mask computed only when the grammar rejects it; None on a matcher error."""
+        if run.pending:
+            run.decode_calls += 1
+            t0 = time.perf_counter()
+            self.llm.eval(run.pending)
+            run.decode_s += time.perf_counter() - t0
+            run.pending = []
+        logits = self._logits()
+        token = penalised_argmax(logits, self._window.counts, repeat_penalty, self.n_vocab)
+        t0 = time.perf_counter()
+        allowed = matcher.validate_tokens([token]) == 1
+        if not allowed:
+            matcher.unsafe_compute_mask_ptr(run.mask_ptr, run.mask_size)
+            run.masks += 1
+        run.mask_s += time.perf_counter() - t0
+        if not allowed:
+            if matcher.is_error():
+                return None
+            token = masked_argmax(logits, self._bitmask, self._window.counts, repeat_penalty, self.n_vocab)
+        return token
+
+    def _pick_masked(self, matcher: Any, run: _Run, repeat_penalty: float) -> int | None:
+        """The greedy token among those the full mask allows (computed during the decode); None on a matcher error."""
+        # The mask is computed while llama.cpp decodes: both release the GIL.
+        if run.pending:
+            run.decode_calls += 1
+            if self._pool is not None:
+                run.future = self._pool.submit(self.llm.eval, run.pending)
+            else:
+                t0 = time.perf_counter()
+                self.llm.eval(run.pending)
+                run.decode_s += time.perf_counter() - t0
+            run.pending = []
+        t0 = time.perf_counter()
+        matcher.unsafe_compute_mask_ptr(run.mask_ptr, run.mask_size)
+        run.masks += 1
+        t1 = time.perf_counter()
+        run.mask_s += t1 - t0
+        if run.future is not None:
+            done, run.future = run.future, None
+            done.result()
+            run.decode_s += time.perf_counter() - t1
+        if matcher.is_error():
+            return None
+        return masked_argmax(self._logits(), self._bitmask, self._window.counts, repeat_penalty, self.n_vocab)
 
     def close(self) -> None:
         if self._pool is not None:

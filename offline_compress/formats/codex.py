@@ -29,6 +29,7 @@ missing what it needs) is skipped and reported as ``line N: why``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
@@ -106,94 +107,122 @@ def _count(counter: dict[str, int], key: str) -> None:
     counter[key] = counter.get(key, 0) + 1
 
 
+@dataclass
+class _Reading:
+    """What the rollout's records add up to, gathered record by record."""
+
+    raw: list[dict[str, Any]] = field(default_factory=list)
+    left_out: dict[str, int] = field(default_factory=dict)
+    prompt: str | None = None
+    meta_seen: bool = False
+    reasoning: str = ""  # summary text waiting for the message that follows it
+    calls: set[str] = field(default_factory=set)
+    answered: set[str] = field(default_factory=set)
+    synthesised: int = 0
+    compactions: list[str] = field(default_factory=list)
+    grouping: bool = False  # the last message appended is a call message more calls of the turn may join
+
+
 def load_codex(text: str, source: str) -> Imported:
     """Parse a Codex CLI rollout JSONL file into messages (rules in the module docstring)."""
     if not text.strip():
         raise InputError("the file is empty", source=source)
     records, skipped = _records(text, source)
-    left_out: dict[str, int] = {}
-    prompt: str | None = None
-    meta_seen = False
-    raw: list[dict[str, Any]] = []
-    reasoning = ""  # summary text waiting for the message that follows it
-    calls: set[str] = set()
-    answered: set[str] = set()
-    synthesised = 0
-    compactions: list[str] = []
-    grouping = False  # the last message appended is a call message more calls of the turn may join
+    reading = _Reading()
     for lineno, kind, payload in records:
-        if kind == "session_meta":
-            if not meta_seen and isinstance(payload, Mapping):
-                prompt = system_prompt(payload)
-            meta_seen = True
-            continue
-        if kind == "compacted":
-            summary = payload.get("message") if isinstance(payload, Mapping) else None
-            compactions.append(
-                f"line {lineno}: Codex compacted the history here (a summary of {len(summary or '')} chars): the "
-                "items it replaced are kept, the summary is left out"
-            )
-            continue
-        if kind != "response_item":
-            _count(left_out, f"{kind} record")
-            continue
-        if not isinstance(payload, Mapping):
-            skipped.append(f"line {lineno}: response_item payload is a {type(payload).__name__}, not an object")
-            continue
-        item_type = payload.get("type") if isinstance(payload.get("type"), str) else None
-        if item_type in LEFT_OUT_ITEMS:
-            _count(left_out, f"{item_type} item")
-            continue
-        try:
-            message = chat_message(payload, index=len(raw), source=source)
-            parse_message(message, index=len(raw), source=source)  # validated now: a bad item is one skipped line
-        except InputError as err:
-            skipped.append(f"line {lineno}: {err.problem}")
-            continue
-        if item_type == "reasoning":
-            if message["content"]:
-                reasoning = "\n\n".join(x for x in (reasoning, message["content"]) if x)
-            else:
-                _count(left_out, "reasoning item without summary text")
-            continue
-        if item_type in CALLS:
-            call = message["tool_calls"][0]
-            calls.add(call["id"])
-            if grouping and not reasoning:
-                raw[-1]["tool_calls"].append(call)  # a parallel call of the same turn
-            else:
-                raw.append({"role": "assistant", "content": reasoning or None, "tool_calls": [call]})
-                reasoning, grouping = "", True
-            continue
-        grouping = False
-        if reasoning:
-            raw.append({"role": "assistant", "content": reasoning})
-            reasoning = ""
-        if item_type in OUTPUTS:
-            call_id = message["tool_call_id"]
-            if call_id not in calls:
-                name = str(item_type).removesuffix("_output")
-                synthetic = {"id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
-                raw.append({"role": "assistant", "content": None, "tool_calls": [synthetic]})
-                calls.add(call_id)
-                synthesised += 1
-            answered.add(call_id)
-        raw.append(message)
-    if reasoning:
-        raw.append({"role": "assistant", "content": reasoning})
-    raw, aborted = _answer_aborted(raw, answered)
-    if prompt is not None:
-        raw.insert(0, {"role": "system", "content": prompt})
+        _read_record(reading, lineno, kind, payload, skipped, source)
+    if reading.reasoning:
+        reading.raw.append({"role": "assistant", "content": reading.reasoning})
+    raw, aborted = _answer_aborted(reading.raw, reading.answered)
+    if reading.prompt is not None:
+        raw.insert(0, {"role": "system", "content": reading.prompt})
     if not raw:
         raise InputError("the rollout holds no message the model saw", source=source)
-    notes = [f"{_plural(n, what)}: not model input" for what, n in sorted(left_out.items())] + compactions
-    if aborted:
-        notes.append(f"{_plural(aborted, 'call')} without an output in the file: answered {ABORTED!r}, as Codex does")
-    if synthesised:
-        notes.append(f"{_plural(synthesised, 'output')} whose call is not in the file: a call synthesised for each")
+    notes = _notes(reading, aborted)
     messages = [parse_message(m, index=i, source=source) for i, m in enumerate(raw)]
     skipped.sort(key=lambda why: int(why.split(":")[0].removeprefix("line ")))  # in file order
     return Imported(messages, tuple(skipped), tuple(notes))
+
+
+def _read_record(reading: _Reading, lineno: int, kind: str, payload: Any, skipped: list[str], source: str) -> None:
+    """Take in one record: the system prompt, a compaction, a left-out record, or a history item."""
+    if kind == "session_meta":
+        if not reading.meta_seen and isinstance(payload, Mapping):
+            reading.prompt = system_prompt(payload)
+        reading.meta_seen = True
+        return
+    if kind == "compacted":
+        summary = payload.get("message") if isinstance(payload, Mapping) else None
+        reading.compactions.append(
+            f"line {lineno}: Codex compacted the history here (a summary of {len(summary or '')} chars): the "
+            "items it replaced are kept, the summary is left out"
+        )
+        return
+    if kind != "response_item":
+        _count(reading.left_out, f"{kind} record")
+        return
+    if not isinstance(payload, Mapping):
+        skipped.append(f"line {lineno}: response_item payload is a {type(payload).__name__}, not an object")
+        return
+    item_type = payload.get("type") if isinstance(payload.get("type"), str) else None
+    if item_type in LEFT_OUT_ITEMS:
+        _count(reading.left_out, f"{item_type} item")
+        return
+    raw = reading.raw
+    try:
+        message = chat_message(payload, index=len(raw), source=source)
+        parse_message(message, index=len(raw), source=source)  # validated now: a bad item is one skipped line
+    except InputError as err:
+        skipped.append(f"line {lineno}: {err.problem}")
+        return
+    _add_item(reading, item_type, message)
+
+
+def _add_item(reading: _Reading, item_type: str | None, message: dict[str, Any]) -> None:
+    """Add one valid item: a reasoning summary waits, a turn's calls share a message, an orphan output gets a call."""
+    raw = reading.raw
+    if item_type == "reasoning":
+        if message["content"]:
+            reading.reasoning = "\n\n".join(x for x in (reading.reasoning, message["content"]) if x)
+        else:
+            _count(reading.left_out, "reasoning item without summary text")
+        return
+    if item_type in CALLS:
+        call = message["tool_calls"][0]
+        reading.calls.add(call["id"])
+        if reading.grouping and not reading.reasoning:
+            raw[-1]["tool_calls"].append(call)  # a parallel call of the same turn
+        else:
+            raw.append({"role": "assistant", "content": reading.reasoning or None, "tool_calls": [call]})
+            reading.reasoning, reading.grouping = "", True
+        return
+    reading.grouping = False
+    if reading.reasoning:
+        raw.append({"role": "assistant", "content": reading.reasoning})
+        reading.reasoning = ""
+    if item_type in OUTPUTS:
+        call_id = message["tool_call_id"]
+        if call_id not in reading.calls:
+            name = str(item_type).removesuffix("_output")
+            synthetic = {"id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+            raw.append({"role": "assistant", "content": None, "tool_calls": [synthetic]})
+            reading.calls.add(call_id)
+            reading.synthesised += 1
+        reading.answered.add(call_id)
+    raw.append(message)
+
+
+def _notes(reading: _Reading, aborted: int) -> list[str]:
+    """What was left out, compacted, answered ``aborted`` or synthesised, for ``Imported.notes``."""
+    notes = [f"{_plural(n, what)}: not model input" for what, n in sorted(reading.left_out.items())]
+    notes += reading.compactions
+    if aborted:
+        notes.append(f"{_plural(aborted, 'call')} without an output in the file: answered {ABORTED!r}, as Codex does")
+    if reading.synthesised:
+        notes.append(
+            f"{_plural(reading.synthesised, 'output')} whose call is not in the file: a call synthesised for each"
+        )
+    return notes
 
 
 def _answer_aborted(raw: list[dict[str, Any]], answered: set[str]) -> tuple[list[dict[str, Any]], int]:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
@@ -114,6 +115,17 @@ def _user_content(args: Mapping[str, Any], event: Mapping[str, Any]) -> str | li
     return text
 
 
+@dataclass
+class _Stream:
+    """The raw messages built so far, and what later events look up in them."""
+
+    out: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (event index, raw message)
+    by_response: dict[str, dict[str, Any]] = field(default_factory=dict)  # model_response id -> its assistant message
+    call_for_event: dict[Any, str] = field(default_factory=dict)  # action event id -> tool call id
+    answered: set[str] = field(default_factory=set)
+    all_calls: set[str] = field(default_factory=set)
+
+
 def messages_from_data(data: Any, source: str) -> list[Message]:
     """Convert an already-parsed OpenHands event list into messages (rules in the module docstring).
 
@@ -121,100 +133,109 @@ def messages_from_data(data: Any, source: str) -> list[Message]:
     """
     events = _check_shape(data, source)
     # Build plain dicts first: a later action may add a tool call to an earlier assistant message.
-    out: list[tuple[int, dict[str, Any]]] = []  # (event index, raw message)
-    by_response: dict[str, dict[str, Any]] = {}  # model_response id -> its assistant message
-    call_for_event: dict[Any, str] = {}  # action event id -> tool call id
-    answered: set[str] = set()
-    all_calls: set[str] = set()
-
+    stream = _Stream()
     for i, event in enumerate(events):
         args: Mapping[str, Any] = event["args"] if isinstance(event.get("args"), Mapping) else {}
         meta: Mapping[str, Any] = (
             event["tool_call_metadata"] if isinstance(event.get("tool_call_metadata"), Mapping) else {}
         )
         if "action" in event:
-            action = event["action"]
-            if not isinstance(action, str):
-                raise InputError(
-                    f"'action' is a {type(action).__name__}, expected a string", source=source, index=i, field="action"
-                )
-            if action in DROPPED_ACTIONS:
-                continue
-            if action == "system":
-                out.append((i, {"role": "system", "content": _user_content(args, event)}))
-                continue
-            if action == "message":
-                role = "user" if event["source"] == "user" else "assistant"
-                out.append((i, {"role": role, "content": _user_content(args, event)}))
-                continue
-            thought = args.get("thought") if isinstance(args.get("thought"), str) else ""
-            call_id = meta.get("tool_call_id") if isinstance(meta.get("tool_call_id"), str) else None
-            response = _response_message(meta) if call_id else {}
-            name, arguments = None, None
-            calls = response.get("tool_calls")
-            for call in calls if isinstance(calls, list) else ():
-                if (
-                    isinstance(call, Mapping)
-                    and call.get("id") == call_id
-                    and isinstance(call.get("function"), Mapping)
-                ):
-                    name = call["function"].get("name")
-                    arguments = call["function"].get("arguments")
-            if not call_id:
-                call_id = f"openhands-{event.get('id', i)}"
-            if not isinstance(name, str) or not name:
-                name = meta.get("function_name") if isinstance(meta.get("function_name"), str) else str(action)
-            if arguments is None:
-                arguments = _args_json(args)
-            tool_call = {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": name, "arguments": copy.deepcopy(arguments)},
-            }
-            call_for_event[_event_key(event.get("id"), i)] = call_id
-            all_calls.add(call_id)
-            response_id = (
-                meta.get("model_response", {}).get("id") if isinstance(meta.get("model_response"), Mapping) else None
-            )
-            if isinstance(response_id, str) and response_id in by_response:
-                by_response[response_id]["tool_calls"].append(tool_call)
-                continue
-            if response:
-                content = response.get("content")
-                content = copy.deepcopy(content) if content else None
-            else:
-                content = thought or None
-            message = {"role": "assistant", "content": content, "tool_calls": [tool_call]}
-            if isinstance(response_id, str):
-                by_response[response_id] = message
-            out.append((i, message))
-            continue
-        # An observation.
-        kind = event["observation"]
-        if not isinstance(kind, str):
-            raise InputError(
-                f"'observation' is a {type(kind).__name__}, expected a string",
-                source=source,
-                index=i,
-                field="observation",
-            )
-        call_id = meta.get("tool_call_id") if isinstance(meta.get("tool_call_id"), str) else None
-        if call_id not in all_calls:
-            cause = event.get("cause")
-            call_id = call_for_event.get(_event_key(cause, -1)) if cause is not None else None
-        text = _observation_text(event)
-        if call_id is None or call_id in answered:
-            if kind in DROPPED_OBSERVATIONS or not text.strip():
-                continue
-            call_id = f"openhands-obs-{event.get('id', i)}"
-            call = {"id": call_id, "type": "function", "function": {"name": str(kind), "arguments": "{}"}}
-            out.append((i, {"role": "assistant", "content": None, "tool_calls": [call]}))
-        answered.add(call_id)
-        out.append((i, {"role": "tool", "content": text, "tool_call_id": call_id}))
+            _read_action(stream, i, event, args, meta, source)
+        else:
+            _read_observation(stream, i, event, meta, source)
 
-    if not out:
+    if not stream.out:
         raise InputError("the event stream holds no message, action or observation the model saw", source=source)
-    return [parse_message(raw, index=i, source=source) for i, raw in out]
+    return [parse_message(raw, index=i, source=source) for i, raw in stream.out]
+
+
+def _read_action(
+    stream: _Stream, i: int, event: Mapping[str, Any], args: Mapping[str, Any], meta: Mapping[str, Any], source: str
+) -> None:
+    """An action: a system or chat message, or a tool call (joining its model response's message if any)."""
+    action = event["action"]
+    if not isinstance(action, str):
+        raise InputError(
+            f"'action' is a {type(action).__name__}, expected a string", source=source, index=i, field="action"
+        )
+    if action in DROPPED_ACTIONS:
+        return
+    if action == "system":
+        stream.out.append((i, {"role": "system", "content": _user_content(args, event)}))
+        return
+    if action == "message":
+        role = "user" if event["source"] == "user" else "assistant"
+        stream.out.append((i, {"role": role, "content": _user_content(args, event)}))
+        return
+    thought = args.get("thought") if isinstance(args.get("thought"), str) else ""
+    tool_call, response = _tool_call(i, event, action, args, meta)
+    call_id = tool_call["id"]
+    stream.call_for_event[_event_key(event.get("id"), i)] = call_id
+    stream.all_calls.add(call_id)
+    response_id = meta.get("model_response", {}).get("id") if isinstance(meta.get("model_response"), Mapping) else None
+    if isinstance(response_id, str) and response_id in stream.by_response:
+        stream.by_response[response_id]["tool_calls"].append(tool_call)
+        return
+    if response:
+        content = response.get("content")
+        content = copy.deepcopy(content) if content else None
+    else:
+        content = thought or None
+    message = {"role": "assistant", "content": content, "tool_calls": [tool_call]}
+    if isinstance(response_id, str):
+        stream.by_response[response_id] = message
+    stream.out.append((i, message))
+
+
+def _tool_call(
+    i: int, event: Mapping[str, Any], action: str, args: Mapping[str, Any], meta: Mapping[str, Any]
+) -> tuple[dict[str, Any], Mapping[str, Any]]:
+    """An action's tool call (from its model response when that holds it, else from the event) and that response."""
+    call_id = meta.get("tool_call_id") if isinstance(meta.get("tool_call_id"), str) else None
+    response = _response_message(meta) if call_id else {}
+    name, arguments = None, None
+    calls = response.get("tool_calls")
+    for call in calls if isinstance(calls, list) else ():
+        if isinstance(call, Mapping) and call.get("id") == call_id and isinstance(call.get("function"), Mapping):
+            name = call["function"].get("name")
+            arguments = call["function"].get("arguments")
+    if not call_id:
+        call_id = f"openhands-{event.get('id', i)}"
+    if not isinstance(name, str) or not name:
+        name = meta.get("function_name") if isinstance(meta.get("function_name"), str) else str(action)
+    if arguments is None:
+        arguments = _args_json(args)
+    tool_call = {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": copy.deepcopy(arguments)},
+    }
+    return tool_call, response
+
+
+def _read_observation(stream: _Stream, i: int, event: Mapping[str, Any], meta: Mapping[str, Any], source: str) -> None:
+    """An observation: a tool message answering its call (a call synthesised when it answers none)."""
+    kind = event["observation"]
+    if not isinstance(kind, str):
+        raise InputError(
+            f"'observation' is a {type(kind).__name__}, expected a string",
+            source=source,
+            index=i,
+            field="observation",
+        )
+    call_id = meta.get("tool_call_id") if isinstance(meta.get("tool_call_id"), str) else None
+    if call_id not in stream.all_calls:
+        cause = event.get("cause")
+        call_id = stream.call_for_event.get(_event_key(cause, -1)) if cause is not None else None
+    text = _observation_text(event)
+    if call_id is None or call_id in stream.answered:
+        if kind in DROPPED_OBSERVATIONS or not text.strip():
+            return
+        call_id = f"openhands-obs-{event.get('id', i)}"
+        call = {"id": call_id, "type": "function", "function": {"name": str(kind), "arguments": "{}"}}
+        stream.out.append((i, {"role": "assistant", "content": None, "tool_calls": [call]}))
+    stream.answered.add(call_id)
+    stream.out.append((i, {"role": "tool", "content": text, "tool_call_id": call_id}))
 
 
 def load_openhands(text: str, source: str) -> list[Message]:
