@@ -232,7 +232,7 @@ class Compressor:
         """Everything before the model: the cut, the exact facts and the prompt suffix the model is given after
         ``self.prefix`` (the benchmark decodes these very prompts). Raises ``EmptyHistoryError`` as ``compress``.
 
-        ``plan``: what to replace (``history.plan_compaction``; the hook and the adapters make it once and pass
+        ``plan``: what to replace (``summary.plan.plan_compaction``; the hook and the adapters make it once and pass
         it). Without one it is planned here from ``keep_first`` and ``keep_last``. ``keep_first``: messages at the
         start kept verbatim by the caller and so not summarised: 0 (default) summarises from the start; ``None``
         leaves out the head (leading system messages and the task), as the hook does; an int leaves out that many.

@@ -75,8 +75,8 @@ def test_the_compressor_keeps_the_llama_cpp_settings_apart_from_the_summary() ->
 @pytest.mark.parametrize(
     ("settings", "field"),
     [
-        ({"n_ctx": 100}, "n_ctx"),
-        ({"n_threads": 0}, "n_threads"),
+        ({"n_ctx": 0}, "n_ctx"),
+        ({"n_threads": -1}, "n_threads"),
         ({"decoder": "greedy"}, "decoder"),
         ({"threads": 2}, "threads"),
     ],

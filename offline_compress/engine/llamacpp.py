@@ -34,10 +34,11 @@ class LlamaSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    n_ctx: int = Field(8192, ge=512)
+    n_ctx: int = Field(8192, ge=1)
     """The model's context window in tokens: the prompt, the fixed prefix and the output share it."""
-    n_threads: int | None = Field(None, ge=1)
-    """CPU threads for the decode. None: as many as are idle when it starts (``engine.threads``)."""
+    n_threads: int | None = Field(None, ge=0)
+    """CPU threads for the decode. None: as many as are idle at each call (``engine.threads``); 0: the cores
+    available, fixed."""
     n_gpu_layers: int = Field(0, ge=-1)
     """Layers offloaded to the GPU (-1: all), where llama-cpp-python was built with one."""
     flash_attn: bool = False

@@ -1,5 +1,8 @@
 """The harnesses' tool vocabularies: which tool names do what, in every harness we read (issue 49: adding a
-harness's tool names is an edit of this one file; its importer is a file of ``formats/``).
+harness's tool names is an edit of this one file; its importer is a file of ``formats/``). Two readings stay apart:
+the text-interface commands a SWE-agent writes inside a shell action (``extract.commands``, read as a shell line),
+and the contradiction counter's own reading of calls (``contradictions``: an evaluator of the agent, kept
+independent of the extractor).
 
 Names are lower case and matched case-insensitively; a "server.tool" or "mcp__server__tool" name matches on its
 last part (``extract.calls``), except where a list says it matches the whole name."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-# Loaded on first use: importing the trigger (the CLI's ``should-compress``, say) loads no tokenizer or compressor.
+# Loaded on first use: importing the trigger (the CLI's ``check``, say) loads no compressor.
 _LAZY = {
     "CompactionHook": "compaction_hook",
     "CompactionMetrics": "metrics",

@@ -241,7 +241,7 @@ class CompactionHook:
         a too-long prompt). Returns ``messages`` unchanged (as a new list) when compaction cannot shrink it.
 
         ``plan``: what to replace, when the caller has its own boundaries (an adapter whose framework allows cuts
-        only at some messages: ``history.plan_compaction``); the summary merged is the one the plan found in
+        only at some messages: ``summary.plan.plan_compaction``); the summary merged is the one the plan found in
         ``messages``, or ``previous`` (one the caller read itself, e.g. another condenser's), and kept messages are
         never cut. ``must_shrink``: the summary may go below ``hook.harder.FLOOR_TOKENS`` to shrink the history."""
         originals = _as_list(messages)

@@ -4,7 +4,7 @@ When the recent messages must be cut whatever the summary gives (with the summar
 still not fit the window: one enormous tool output), they are cut first, as far as getting under the trigger needs,
 and the summary is kept whole: it is the agent's only memory of what came before, while a cut message keeps its
 start and end, and the archive (searched by ``recall``) its whole text. Otherwise the summary is cut to a smaller
-budget after the fact (``merge.fit`` on the summary already written: fewer tool-call entries, work-log lines and
+budget after the fact (``summary.merge.fit`` on the summary already written: fewer tool-call entries, work-log lines and
 sentences of what the agent said, by what each adds; no second model call), down to a floor, as far as the target
 needs, else as far as getting under the trigger needs (so that the next step does not fire it again), else to the
 floor. Then, the last resort, when the caller allows it and the history would still not fit its window, the longest
@@ -64,8 +64,8 @@ def refit(
     counter: CountsTokens,
     constraint_tokens: int | None = None,
 ) -> CompressionResult:
-    """``result`` with its summary cut to ``budget`` tokens (``merge.fit``); what the ``kept`` messages name
-    already is not paid for twice. ``constraint_tokens``: the constraints' bound (``merge.Budget``); None: they
+    """``result`` with its summary cut to ``budget`` tokens (``summary.merge.fit``); what the ``kept`` messages name
+    already is not paid for twice. ``constraint_tokens``: the constraints' bound (``summary.merge.Budget``); None: they
     stay as the summary has them (a cut after the fact does not split a user's turn)."""
     known: set[str] = set()
     for m in kept:

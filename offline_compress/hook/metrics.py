@@ -16,7 +16,7 @@ class CompactionMetrics(BaseModel):
     """One firing of the trigger: what was done, why, how much it saved, how long it took."""
 
     compaction: int  # number of this compaction (1, 2, ...); 0 when the history was kept
-    outcome: Literal["compacted", "kept", "failed"]  # failed: an internal error, the history handed back (hook.py)
+    outcome: Literal["compacted", "kept", "failed"]  # failed: an internal error, history handed back (safe_step)
     reason: str  # the trigger's reason (token-threshold, tool-event, turn-limit) or "manual"
     note: str = ""  # why the history was kept, or "still above the threshold"
     tokens_before: int
@@ -30,7 +30,7 @@ class CompactionMetrics(BaseModel):
     dropped_items: int = 0  # summary items dropped by its bounds (they stay in the archive)
     background: bool = False  # the summary was built in the background from the soft threshold's snapshot
     summary_seconds: float = 0.0  # what building the summary took (in the worker thread when background)
-    # The loop guard (hook.py): a compaction aims at ``target_tokens`` (a share of the window below the trigger).
+    # The loop guard (guard.py): a compaction aims at ``target_tokens`` (a share of the window below the trigger).
     target_tokens: int = 0
     over_target: bool = False  # the history is still above target_tokens after compacting as hard as it can
     harder: str = ""  # what compacting harder did ("summary cut from 3072 to 1187 tokens; 2 recent messages cut")

@@ -7,7 +7,7 @@ is redacted whole. ``docs/secrets.md`` lists what is found and the false positiv
 
 Redact the full text before anything cuts it: a secret cut at a boundary no longer has its shape.
 ``redact_message`` does that for a whole message (content, text parts, tool call arguments), and
-``final_redaction.redact_summary`` makes the last pass over a finished summary.
+``summary.redaction.redact_summary`` makes the last pass over a finished summary.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
     [cut, n)         kept verbatim after it (the last ``keep_last`` messages and the tool results they need;
                      fewer when they would leave the summary too little room, ``kept_tokens``)
 
-The cut never separates an assistant tool call from its results (``cut.py``)."""
+The cut never separates an assistant tool call from its results (``history.cut``)."""
 
 from __future__ import annotations
 
