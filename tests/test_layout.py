@@ -92,7 +92,13 @@ def imported_names(path: Path) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "module", ["offline_compress", "offline_compress.compressor", "offline_compress.hook", "offline_compress.cli"]
+    "module",
+    [
+        "offline_compress",
+        "offline_compress.compressor",
+        "offline_compress.hook.compaction_hook",
+        "offline_compress.cli",
+    ],
 )
 def test_the_runtime_path_does_not_import_the_evaluation_package(module: str) -> None:
     loaded = modules_after(f"import {module}", prefix=None)
