@@ -168,7 +168,7 @@ class _Harness:
 
     def hook(self, archive: Path) -> Any:
         from offline_compress.compressor import default_compressor
-        from offline_compress.hook import CompactionHook
+        from offline_compress.hook.compaction_hook import CompactionHook
 
         # One compressor per process and model (a model is loaded once); None: the extractive default.
         compressor = default_compressor(None if self.config.no_model else self.config.hook_model)

@@ -372,7 +372,7 @@ def load_section(
     progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     """``len(jobs)`` loops at once against ``compressor``; checks and numbers (see the module's docstring)."""
-    from offline_compress.hook import CompactionHook
+    from offline_compress.hook.compaction_hook import CompactionHook
 
     def make_hook(name: str) -> CompactionHook:
         return CompactionHook(
@@ -426,7 +426,7 @@ def pause_section(
 ) -> dict[str, Any]:
     """Each trajectory alone, synchronous and background (the order alternates between trajectories, so a
     machine whose load drifts does not favour one arm): the pause at each compaction."""
-    from offline_compress.hook import CompactionHook
+    from offline_compress.hook.compaction_hook import CompactionHook
 
     rows = []
     for k, (name, messages) in enumerate(jobs):

@@ -162,7 +162,7 @@ def ours(prefix: Sequence[Message], window: int, counter: Any, **hook_options: A
     then compacting at the point: what the agent sees right after a compaction there."""
     import tempfile
 
-    from offline_compress.hook import CompactionHook
+    from offline_compress.hook.compaction_hook import CompactionHook
 
     with tempfile.TemporaryDirectory(prefix="resume-qa-") as tmp:
         compressor = hook_options.pop("compressor", None)  # the written mode's; the rest are HookConfig's fields

@@ -94,7 +94,7 @@ class HookReplay:
         file removed at the end. ``on_step`` (trigger deciding only): called after each step with the step's index,
         the messages that arrived since the last step, the context handed to the agent's model and the hook's
         metrics of the step (``churn.py`` reads what the model must prefill from them)."""
-        from offline_compress.hook import CompactionHook
+        from offline_compress.hook.compaction_hook import CompactionHook
 
         forced = None if steps is None else set(steps)
         out: dict[int, Context] = {}

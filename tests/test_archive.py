@@ -25,7 +25,7 @@ from offline_compress.cli import main
 from offline_compress.errors import InputError
 from offline_compress.formats import load_history
 from offline_compress.history.messages import Message
-from offline_compress.hook import HEAD_NOTE
+from offline_compress.hook.compaction_hook import HEAD_NOTE
 from offline_compress.hook.config import HookConfig
 from offline_compress.summary.message import SUMMARY_PREFIX, parse_summary_message
 

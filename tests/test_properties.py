@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from offline_compress.cli import main
 from offline_compress.compressor import Compressor
 from offline_compress.errors import OfflineCompressError
-from offline_compress.hook import CompactionHook
+from offline_compress.hook.compaction_hook import CompactionHook
 from offline_compress.hook.config import HookConfig
 from offline_compress.hook.trigger import evaluate_compression
 from offline_compress.summary.schema import CompressedContext
