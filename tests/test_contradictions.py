@@ -457,7 +457,16 @@ def test_forbidden_library_in_written_and_run_code():
 def test_shell_parser_keeps_heredoc_bodies_out_of_the_commands():
     cmds = parse_shell("cat <<'EOF' > a.py\nrm -rf /\nEOF\nsed -i 's/x/y/' b.py && echo 'a; b' | tee c.txt")
     assert [c.words for c in cmds] == [["cat"], ["sed", "-i", "s/x/y/", "b.py"], ["echo", "a; b"], ["tee", "c.txt"]]
-    assert cmds[0].redirects == [["<<", "rm -rf /\n"], [">", "a.py"]]
+    assert cmds[0].redirects == [("<<", "rm -rf /\n"), (">", "a.py")]
+
+
+def test_a_redirection_keeps_its_descriptor_and_the_counter_still_reads_a_write():
+    # The lexer (shared with the extractor) keeps ``2>``; the counter reads it as ``>`` (a file written), as
+    # ``>&`` with a file; a copied descriptor (``2>&1``) is no file at all.
+    cmds = parse_shell("pytest 2> tests/log.txt >&tests/out.txt 2>&1")
+    assert cmds[0].redirects == [("2>", "tests/log.txt"), (">&", "tests/out.txt")]
+    report = count_contradictions(mini(DO_NOT_MODIFY, "pytest 2> tests/log.txt >&tests/out.txt 2>&1"))
+    assert [c.target for c in report.contradictions] == ["tests/log.txt", "tests/out.txt"]
 
 
 def test_same_input_same_report_and_the_input_is_not_modified():

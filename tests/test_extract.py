@@ -313,7 +313,8 @@ def test_script_written_by_heredoc_then_run_counts_its_writes() -> None:
 def test_parse_shell_handles_quotes_heredocs_and_comments() -> None:
     simples = parse_shell("cd /x && cat <<EOF > a.txt # make a\nline | not a pipe\nEOF\necho \"a && b\" ; ls 'my dir'")
     assert [s.words for s in simples] == [["cd", "/x"], ["cat"], ["echo", "a && b"], ["ls", "my dir"]]
-    assert simples[1].heredoc == "line | not a pipe" and simples[1].redirs == [(">", "a.txt")]
+    assert simples[1].heredoc == "line | not a pipe"
+    assert simples[1].redirects == [("<<", "line | not a pipe\n"), (">", "a.txt")]
 
 
 def test_function_calls_pair_by_id_and_in_order() -> None:

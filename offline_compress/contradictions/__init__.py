@@ -7,13 +7,14 @@ rule, which constraint (verbatim), which step (the message index of the action),
 editor call or ``diff --git`` header, verbatim, at most 300 characters), and whether the contradiction is still
 there at the end (``final``). Constraints it finds but cannot check are listed in ``unchecked``, never counted.
 
-It is also used as an evaluator (the live A/B counts an agent's contradictions), so it has its own shell lexer
-(``lexer``) and never imports ``offline_compress.extract``; which messages are tool output is the history's one
-definition (``offline_compress.history.conventions``).
+It is also used as an evaluator (the live A/B counts an agent's contradictions), so it never imports
+``offline_compress.extract``: what it shares with the extractor lies on the history's floor below both, the shell
+lexer (``offline_compress.history.shell``) and which messages are tool output
+(``offline_compress.history.conventions``).
 
-Modules, in the order the data flows: ``rules`` (the typed rules and their parsing from the constraints), ``lexer``
-(shell), ``operations`` (what a command does to the tree), ``actions`` (the agent's calls as operations), ``tree``
-(file versions), ``checker`` (the replay and the report, ``count_contradictions``).
+Modules, in the order the data flows: ``rules`` (the typed rules and their parsing from the constraints),
+``operations`` (what a command does to the tree, read with the history's shell lexer), ``actions`` (the agent's
+calls as operations), ``tree`` (file versions), ``checker`` (the replay and the report, ``count_contradictions``).
 
 Where the constraints come from
     ``system`` and ``developer`` messages, and ``user`` messages that are not tool output. Tool output is every
@@ -88,8 +89,8 @@ The working tree and ``final``
 
 from __future__ import annotations
 
+from ..history.shell import parse_shell
 from .checker import count_contradictions
-from .lexer import parse_shell
 from .rules import Contradiction, ContradictionReport, Rule, derive_rules, is_config_path, is_test_path
 
 __all__ = [

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..history.messages import Message
-from .lexer import parse_shell
+from ..history.shell import parse_shell
 from .operations import (
     _content_ops,
     _Ctx,

@@ -7,8 +7,8 @@ import posixpath
 import re
 from collections.abc import Iterable
 
+from ..history.shell import parse_shell
 from .git import _git_ops
-from .lexer import parse_shell
 from .operation import _Ctx, _inplace_suffix, _join, _move_ops, _Op, _options, _patch_files, _strip_level, _strip_prefix
 from .rules import _clip, _norm_pkg
 
@@ -186,6 +186,13 @@ def _install_ops(prog: str, args: list[str], evidence: str) -> list[_Op]:
     return []
 
 
+def _redirect_op(op: str) -> str:
+    """The counter's reading of a redirection operator: its file descriptor dropped (``2>`` writes a file as ``>``
+    does), and ``>&``/``<&`` with a file (not a descriptor) a write."""
+    op = op.lstrip("0123456789")
+    return ">" if op in (">&", "<&") else op
+
+
 def _shell_ops(src: str, ctx: _Ctx, depth: int = 0) -> list[_Op]:
     """Effects of one shell action; ``ctx.cwd`` follows ``cd`` and ``ctx.files`` learns written file texts."""
     ops: list[_Op] = []
@@ -194,7 +201,8 @@ def _shell_ops(src: str, ctx: _Ctx, depth: int = 0) -> list[_Op]:
         evidence = _clip(src[cmd.start : cmd.end])
         words = _strip_prefix(cmd.words)
         stdin = None
-        for op, target in cmd.redirects:
+        redirects = [(_redirect_op(op), target) for op, target in cmd.redirects]
+        for op, target in redirects:
             if op in ("<<", "<<-", "<<<"):
                 stdin = target + ("\n" if op == "<<<" else "")
             elif op == "<":
@@ -210,7 +218,7 @@ def _shell_ops(src: str, ctx: _Ctx, depth: int = 0) -> list[_Op]:
         elif prog in ("echo", "printf") and args:
             out_text = " ".join(a for a in args if not re.fullmatch(r"-[neE]+", a)) + "\n"
         # redirections into files
-        for op, target in cmd.redirects:
+        for op, target in redirects:
             if op in (">", ">>", ">|", "&>", "&>>"):
                 p = _join(ctx.cwd, target)
                 if p is None:

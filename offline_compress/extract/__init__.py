@@ -6,7 +6,6 @@ changed, the task statement, and candidate user constraints (verbatim substrings
 
 One concept per module, in the order the data flows:
 
-    shell           the shell lexer: a command line -> simple commands
     commands        what a shell command does: tool, target, files read and written
     calls           a function call's tool name and arguments read as the facts they state, in any harness
     function_calls  what a JSON-argument tool call does
@@ -20,13 +19,16 @@ One concept per module, in the order the data flows:
     task            the task statement
     facts           ``Facts`` and ``extract_facts``, which runs all of the above
 
-Which messages are tool calls and which are tool output is ``history.conventions`` (shared with the cut).
+Which messages are tool calls and which are tool output is ``history.conventions`` (shared with the cut); the
+shell lexer (a command line -> simple commands, ``parse_shell``) is ``history.shell`` (shared with the
+contradiction counter).
 Everything here is a pure, deterministic function of the messages; regexes are precompiled and linear.
 """
 
 from __future__ import annotations
 
 from ..history.conventions import bash_blocks, is_tool_output
+from ..history.shell import parse_shell
 from .constraints import (
     MAX_CONSTRAINT_CHARS,
     MAX_CONSTRAINTS,
@@ -39,7 +41,6 @@ from .constraints import (
 from .events import ToolEvent, extract_tool_events
 from .facts import Facts, FailedCommand, extract_facts
 from .outcomes import MAX_ERROR_LINE_CHARS, Outcome, classify_result
-from .shell import parse_shell
 from .state import WorkingState, working_state
 from .task import DEFAULT_TASK_CHARS, extract_task
 

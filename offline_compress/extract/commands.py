@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 
+from ..history.shell import Command, parse_shell
 from ..history.tools import READ_ONLY_TOOLS
-from .shell import SimpleCommand, parse_shell
 
 MAX_TARGET_CHARS = 200
 
@@ -165,11 +166,11 @@ def _strip_prefixes(words: list[str]) -> list[str]:
     return words
 
 
-def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
+def _analyse_simple(s: Command, state: ShellState) -> _Analysis:
     """What one simple command does; the groups of programs are tried in order (the first that knows it wins)."""
     words = _strip_prefixes(list(s.words))
-    redirect_writes = [t for op, t in s.redirs if ">" in op]
-    redirect_reads = [t for op, t in s.redirs if op in ("<", "0<")]
+    redirect_writes = [t for op, t in s.redirects if ">" in op]
+    redirect_reads = [t for op, t in s.redirects if op in ("<", "0<")]
     if not words:
         return _Analysis(
             "sh",
@@ -184,7 +185,7 @@ def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
         inner, _ = _analyse_command(args[1], state)
         return inner[0] if inner else _Analysis(prog)
     if prog in ("uv", "poetry", "pipenv", "conda") and args[:1] == ["run"]:
-        return _analyse_simple(_with_words(s, args[1:]), state)
+        return _analyse_simple(replace(s, words=args[1:]), state)
     if _PYTHON.match(prog) and args[:2] == ["-m", "pytest"] or prog in _TEST_RUNNERS:
         rest = args[2:] if _PYTHON.match(prog) else args
         pos, opts = _positional(rest, "pytest")
@@ -216,7 +217,7 @@ def _analyse_simple(s: SimpleCommand, state: ShellState) -> _Analysis:
 def _analyse_file_io(
     prog: str,
     args: list[str],
-    s: SimpleCommand,
+    s: Command,
     state: ShellState,
     redirect_reads: list[str],
     redirect_writes: list[str],
@@ -286,13 +287,13 @@ def _analyse_search(prog: str, args: list[str], redirect_writes: list[str]) -> _
 
 
 def _analyse_change(
-    prog: str, args: list[str], s: SimpleCommand, state: ShellState, redirect_writes: list[str]
+    prog: str, args: list[str], s: Command, state: ShellState, redirect_writes: list[str]
 ) -> _Analysis | None:
     """Changes: patch, mv/cp, rm/touch, downloads, installers and builds; None for other programs."""
     if prog == "patch":
         pos, opts = _positional(args, "patch")
         body = s.heredoc
-        for op, t in s.redirs:
+        for op, t in s.redirects:
             if op == "<":
                 body = state.bodies.get(clean_path(t) or "", body)
         patch_file = opts.get("-i") or opts.get("--input")
@@ -350,15 +351,7 @@ def _analyse_swe_agent(prog: str, args: list[str], state: ShellState) -> _Analys
     return None
 
 
-def _with_words(s: SimpleCommand, words: list[str]) -> SimpleCommand:
-    t = SimpleCommand(s.after_pipe)
-    t.words, t.redirs, t.heredoc = words, s.redirs, s.heredoc
-    return t
-
-
-def _analyse_python(
-    prog: str, args: list[str], s: SimpleCommand, state: ShellState, redirect_writes: list[str]
-) -> _Analysis:
+def _analyse_python(prog: str, args: list[str], s: Command, state: ShellState, redirect_writes: list[str]) -> _Analysis:
     if args[:1] == ["-m"] and len(args) > 1:
         mod = args[1]
         if mod == "pip":
@@ -393,7 +386,7 @@ def _analyse_python(
     return _Analysis("python", target, reads, writes)
 
 
-def _analyse_git(args: list[str], s: SimpleCommand, state: ShellState) -> _Analysis:
+def _analyse_git(args: list[str], s: Command, state: ShellState) -> _Analysis:
     k = 0
     while k < len(args) and args[k].startswith("-"):
         k += 2 if args[k] in ("-C", "-c") else 1
@@ -406,7 +399,7 @@ def _analyse_git(args: list[str], s: SimpleCommand, state: ShellState) -> _Analy
         body = s.heredoc
         for p in pos:
             body = state.bodies.get(clean_path(p) or "", body)
-        for op, t in s.redirs:
+        for op, t in s.redirects:
             if op == "<":
                 body = state.bodies.get(clean_path(t) or "", body)
         if body and "--check" not in rest and "--stat" not in rest:
@@ -450,9 +443,9 @@ def _analyse_command(command: str, state: ShellState) -> tuple[list[_Analysis], 
         if k == 0 and len(s.words) == 2 and s.words[0] == "cd":
             cwd = s.words[1]
         a = _analyse_simple(s, state)
-        if s.after_pipe and not a.writes:
+        if s.piped and not a.writes:
             a.weight = min(a.weight, 1)  # after a pipe: a consumer/formatter of the real work
-        a.piped = s.after_pipe
+        a.piped = s.piped
         out.append(a)
     return out, cwd
 

@@ -19,10 +19,10 @@ from ..history.conventions import (
     unwrap_output,
 )
 from ..history.messages import Message
+from ..history.shell import parse_shell
 from .commands import ShellState, summarise_command
 from .function_calls import analyse_function_call
 from .outcomes import Outcome, classify_result
-from .shell import parse_shell
 
 
 class ToolEvent(BaseModel):
