@@ -4,8 +4,8 @@ harness wrote them, and shown as a person reads them.
 Harnesses name the same acts differently (``Bash``, ``bash``, ``execute_bash``, ``shell``, ``exec_command``;
 ``Edit``, ``str_replace_editor``, ``str_replace``, ``apply_patch``; ``Grep``, ``Glob``, ``search_codebase``; ...).
 ``read_call`` maps each vocabulary onto one ``Call``: its kind, the command it ran, the paths it acted on, the line
-range it read, the text an edit replaced and wrote, the pattern it searched for, the items of a plan. A tool it does
-not know gets the generic rule: the tool's name and its salient argument values (strings and numbers, longest
+range it read, the text an edit replaced and wrote, the pattern it searched for, the items of a to-do list. A tool
+it does not know gets the generic rule: the tool's name and its salient argument values (strings and numbers, longest
 last).
 
 ``Call.lines()`` is the call as the work log shows it, first line first (``bash: pytest -x tests/test_x.py``,
@@ -32,14 +32,14 @@ from ..history.tools import (
     EDIT_TOOLS,
     EDITOR_TOOLS,
     FINISH_TOOLS,
-    PLAN_TOOLS,
     READ_TOOLS,
     SEARCH_TOOLS,
     SHELL_TOOLS,
+    TODO_TOOLS,
     WRITE_TOOLS,
 )
 
-Kind = Literal["shell", "read", "edit", "write", "search", "plan", "agent", "finish", "other"]
+Kind = Literal["shell", "read", "edit", "write", "search", "todo", "agent", "finish", "other"]
 
 # The argument names that hold a call's file path, most specific first (also read by function_calls.py).
 PATH_KEYS = (
@@ -87,7 +87,7 @@ class Call:
     new: tuple[str, ...] = ()  # texts an edit (or a write) put in their place
     pattern: str = ""  # what a search looked for
     where: str = ""  # where it searched (path or file pattern)
-    items: tuple[str, ...] = ()  # a plan's items ("[completed] write the test"), a sub-agent's prompt
+    items: tuple[str, ...] = ()  # a to-do list's items ("[completed] write the test"), a sub-agent's prompt
     values: tuple[tuple[str, str], ...] = ()  # the salient arguments of a tool of no known vocabulary
     sub: str = ""  # an editor's sub-command (view, create, str_replace, insert, undo_edit)
 
@@ -130,7 +130,7 @@ class Call:
         if self.kind == "search":
             where = f"in {self.where}" if self.where else ""
             return [" ".join(x for x in (tool, _quote(self.pattern), where) if x)]
-        if self.kind in ("plan", "agent", "finish"):
+        if self.kind in ("todo", "agent", "finish"):
             title = self.items[0] if self.kind == "agent" and self.items else ""
             body = self.items[1:] if self.kind == "agent" else self.items
             return [f"{tool}: {title}" if title else tool, *body]
@@ -177,7 +177,7 @@ def _name(name: str) -> str:
     """The tool's name for matching: lower case; a namespaced name (``mcp__server__tool``, ``server.tool``) by its
     last part unless the whole name is known."""
     low = name.lower()
-    known = SHELL_TOOLS | READ_TOOLS | EDIT_TOOLS | WRITE_TOOLS | SEARCH_TOOLS | PLAN_TOOLS | AGENT_TOOLS | EDITOR_TOOLS
+    known = SHELL_TOOLS | READ_TOOLS | EDIT_TOOLS | WRITE_TOOLS | SEARCH_TOOLS | TODO_TOOLS | AGENT_TOOLS | EDITOR_TOOLS
     if low in known:
         return low
     return low.replace("__", ".").rsplit(".", 1)[-1]
@@ -392,8 +392,8 @@ def read_call(name: str, raw_arguments: str) -> Call:
             if v
         )
         return Call(name, "search", pattern=pattern, where=where, paths=paths)
-    if low in PLAN_TOOLS:
-        return Call(name, "plan", items=_plan_items(args))
+    if low in TODO_TOOLS:
+        return Call(name, "todo", items=_todo_items(args))
     if low in AGENT_TOOLS:
         title = first_string(args, ("description", "subagent_type"))
         prompt = first_string(args, ("prompt", "task", "instructions"))
@@ -407,7 +407,7 @@ def read_call(name: str, raw_arguments: str) -> Call:
     return _generic(name, args)
 
 
-_PLAN_TEXT_KEYS = ("content", "title", "step", "description", "task")
+_TODO_TEXT_KEYS = ("content", "title", "step", "description", "task")
 
 
 # An edit's (or a diff's) lines as a call shows them: ``- old`` / ``+ new``, a patch's ``-`` / ``+``; never its
@@ -444,12 +444,12 @@ def changed_lines(shown: str) -> str:
     return "\n".join(out + (["…"] if gap else []))
 
 
-def plan_line(status: str, text: str) -> str:
-    """A plan's item as the work log and the task state show it: ``[in_progress] write the test``."""
+def todo_line(status: str, text: str) -> str:
+    """A to-do item as the work log and the task state show it: ``[in_progress] write the test``."""
     return f"[{status}] {text}" if status else text
 
 
-def _plan_list(args: Mapping[str, Any]) -> list[Any] | None:
+def _todo_list(args: Mapping[str, Any]) -> list[Any] | None:
     for key in ("todos", "task_list", "plan", "steps"):
         items = args.get(key)
         if isinstance(items, list):
@@ -458,33 +458,33 @@ def _plan_list(args: Mapping[str, Any]) -> list[Any] | None:
 
 
 def _status_and_text(item: Mapping[str, Any]) -> tuple[str, str]:
-    """A plan item's ``(status, text)``, either of them "" when the item has none."""
-    return first_string(item, ("status",)), first_string(item, _PLAN_TEXT_KEYS)
+    """A to-do item's ``(status, text)``, either of them "" when the item has none."""
+    return first_string(item, ("status",)), first_string(item, _TODO_TEXT_KEYS)
 
 
-def _plan_items(args: Mapping[str, Any]) -> tuple[str, ...]:
-    """A plan's items: TodoWrite ``todos``, OpenHands ``task_list``, Codex ``plan``, a thought's lines."""
-    items = _plan_list(args)
+def _todo_items(args: Mapping[str, Any]) -> tuple[str, ...]:
+    """A to-do list's items: TodoWrite ``todos``, OpenHands ``task_list``, Codex ``plan``, a thought's lines."""
+    items = _todo_list(args)
     if items is None:
         return tuple(_split(first_string(args, ("thought", "plan", "content", "command"))))
     out = []
     for item in items:
         if isinstance(item, Mapping):
-            out.append(plan_line(*_status_and_text(item)))
+            out.append(todo_line(*_status_and_text(item)))
         elif isinstance(item, str):
             out.append(item)
     return tuple(x for x in out if x)
 
 
-def plan_state(name: str, raw_arguments: str) -> tuple[tuple[str, str], ...] | None:
+def todo_state(name: str, raw_arguments: str) -> tuple[tuple[str, str], ...] | None:
     """The agent's own list of what is done and what is left, when the call writes one: ``(status, text)`` of each
     item of a planning tool's list whose items carry a status (TodoWrite ``pending`` / ``in_progress`` /
     ``completed``, OpenHands task_tracker ``todo`` / ``in_progress`` / ``done``, Codex update_plan). ``None`` for any
     other call (a thought has no status); ``()`` for a list the agent emptied. Verbatim, in the list's order."""
-    if _name(name) not in PLAN_TOOLS:
+    if _name(name) not in TODO_TOOLS:
         return None
     args = parse_arguments(raw_arguments)
-    items = _plan_list(args) if isinstance(args, Mapping) else None
+    items = _todo_list(args) if isinstance(args, Mapping) else None
     if items is None:
         return None  # a tracker's "view", a thought
     out = []
@@ -509,8 +509,8 @@ __all__ = [
     "changed_lines",
     "first_string",
     "parse_arguments",
-    "plan_line",
-    "plan_state",
+    "todo_line",
+    "todo_state",
     "read_call",
     "shell_command",
 ]

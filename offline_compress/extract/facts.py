@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..history.conventions import as_message_list
 from ..history.messages import Message
-from .calls import changed_lines, plan_state
+from .calls import changed_lines, todo_state
 from .constraints import MAX_CONSTRAINTS, Constraint, extract_constraints
 from .events import ToolEvent, extract_tool_events, failed, unique
 from .state import WorkingState, working_state
@@ -50,7 +50,7 @@ class Facts(BaseModel):
     steps: list[WorkStep] = []  # the work log: what the agent said, ran and saw at each call
     # the agent's own latest list of what is done and what is left ((status, item) of its last planning call that
     # wrote one, e.g. TodoWrite); None: no such call
-    plan: tuple[tuple[str, str], ...] | None = None
+    todo: tuple[tuple[str, str], ...] | None = None
 
 
 def _approach(event: ToolEvent) -> str:
@@ -101,9 +101,9 @@ def extract_facts(
     after = start if summarised_before else None
     candidates = extract_constraints(msgs, limit=10**6, mid_session_from=after)
     constraints = [c for c in candidates if c.message_index >= start][:max_constraints]
-    plans = [plan_state(e.tool, e.command) for e in events if not e.shell and e.outcome != "error"]
+    todos = [todo_state(e.tool, e.command) for e in events if not e.shell and e.outcome != "error"]
     return Facts(
-        plan=next((p for p in reversed(plans) if p is not None), None),  # a failed call wrote no list
+        todo=next((p for p in reversed(todos) if p is not None), None),  # a failed call wrote no list
         task=task,
         task_index=task_index,
         tool_events=events,

@@ -23,7 +23,7 @@ SEARCH_TOOLS = frozenset(
     "grep glob find search search_codebase semanticsearch findclass findfunction findcodesnippet search_dir "
     "search_file find_file codebase_search file_search list_files listdir ls websearch web_search".split()
 )
-PLAN_TOOLS = frozenset("todowrite todo_write think task_tracker update_plan plan exitplanmode".split())
+TODO_TOOLS = frozenset("todowrite todo_write think task_tracker update_plan plan exitplanmode".split())
 AGENT_TOOLS = frozenset("task agent dispatch_agent subagent".split())
 FINISH_TOOLS = frozenset("finish submit done attempt_completion".split())
 # Editors whose ``command`` argument says what the call does (view, create, str_replace, insert, undo_edit).

@@ -343,7 +343,7 @@ class CompactionHook:
         note = "\n".join(x for x in (HEAD_NOTE if head else "", self.note) if x)
         return summary_message(context, note, self.render) | {"role": self.summary_role}
 
-    def _keep(
+    def _kept_as_it_was(
         self, originals: list[Any], parsed: list[Any], reason: str, tokens: int, note: str, start: float
     ) -> list[Any]:
         """Record a firing that did not compact, hold the trigger (no retry at every step), and hand the history
@@ -389,12 +389,12 @@ class CompactionHook:
             plan, previous = self._plan(parsed), self._merged
         why = self._why_not(parsed, plan)
         if why:
-            return self._keep(originals, parsed, reason, tokens_before, why, start)
+            return self._kept_as_it_was(originals, parsed, reason, tokens_before, why, start)
         replacement = self._replacement(originals, plan, self._summarise(parsed, plan, previous), tokens_before)
         if replacement.tokens_after > self.target_tokens or (must_shrink and replacement.tokens_after >= tokens_before):
             replacement = self._harder(originals, replacement, shorten=own, must_shrink=must_shrink)
         if replacement.tokens_after >= tokens_before:
-            return self._keep(
+            return self._kept_as_it_was(
                 originals,
                 parsed,
                 reason,

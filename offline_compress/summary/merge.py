@@ -3,11 +3,11 @@ log, the grounded part of the model's draft, and the previous summary (a later c
 
 - decisions: the agent's words before each edit (its first sentence, then its reason);
 - failed attempts: what failed and why, what the agent said next, and the later run of the same check that passed;
-- the task state: completed = the agent's plan items done and the failures a later run resolved; remaining = the
-  task (unless a constraint holds its turn whole), the plan's open items and the list in the agent's last words to
+- the task state: completed = the agent's to-do items done and the failures a later run resolved; remaining = the
+  task (unless a constraint holds its turn whole), the to-do list's open items and the list in the agent's last words to
   the user; blockers = the newest failures no later run got past (never a read that found nothing);
 - files: each file changed with its net change; the narrative ends with the agent's last words.
-A newer plan replaces the previous summary's items of an older one.
+A newer to-do list replaces the previous summary's items of an older one.
 
 What is kept when there is too much: previous constraints are never dropped (new ones follow them up to the
 schema's bound); a user turn kept whole past ``MAX_TURN_CHARS`` gives way to its instruction sentences only when
@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..extract.calls import plan_line
+from ..extract.calls import todo_line
 from ..extract.constraints import MAX_TURN_CHARS, turn_sentences
 from ..extract.facts import Facts
 from ..extract.steps import WorkStep
@@ -179,22 +179,22 @@ class Budget:
 
 
 DONE_STATUSES = frozenset({"completed", "complete", "done", "finished"})
-_PLAN_ITEM = re.compile(r"\[[\w -]{1,24}\] ")  # an item ``plan_line`` wrote: "[in_progress] write the test"
+_PLAN_ITEM = re.compile(r"\[[\w -]{1,24}\] ")  # an item ``todo_line`` wrote: "[in_progress] write the test"
 
 
-def plan_items(plan: Sequence[tuple[str, str]] | None) -> tuple[list[str], list[str]]:
-    """(completed, remaining) task-state items of the agent's latest plan (``Facts.plan``), each as the work log
-    shows it (``plan_line``): its items marked done, and the others, in the plan's order."""
+def todo_items(todo: Sequence[tuple[str, str]] | None) -> tuple[list[str], list[str]]:
+    """(completed, remaining) task-state items of the agent's latest to-do list (``Facts.todo``), each as the work log
+    shows it (``todo_line``): its items marked done, and the others, in the list's order."""
     done: list[str] = []
     left: list[str] = []
-    for status, text in plan or ():
+    for status, text in todo or ():
         (done if status.lower() in DONE_STATUSES else left).append(
-            clip(redact(plan_line(status, text)), S.MAX_ITEM_CHARS)
+            clip(redact(todo_line(status, text)), S.MAX_ITEM_CHARS)
         )
     return done, left
 
 
-def _from_a_plan(item: str) -> bool:
+def _from_a_todo_list(item: str) -> bool:
     return _PLAN_ITEM.match(item) is not None
 
 
@@ -292,9 +292,10 @@ def _tool_calls(prev: S.CompressedContext, facts: Facts) -> list[S.ToolCallSumma
 
 
 def _progress(prev: S.CompressedContext, facts: Facts, model: ModelItems) -> tuple[list[str], list[str]]:
-    """(completed, remaining) items of the task state: the previous summary's, the task, the plan's, the model's."""
-    done, left = plan_items(facts.plan)
-    superseded = _from_a_plan if facts.plan is not None else lambda _: False  # a newer list replaces the older one
+    """(completed, remaining) items of the task state: the previous summary's, the task, the to-do list's, the
+    model's."""
+    done, left = todo_items(facts.todo)
+    superseded = _from_a_todo_list if facts.todo is not None else lambda _: False  # a newer list replaces the older one
     completed = [x for x in prev.task_state.completed if not superseded(x)] + done
     completed += model.completed
     task = _task_item(facts)

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offline_compress import Compressor
-from offline_compress.extract.calls import plan_state
+from offline_compress.extract.calls import todo_state
 from offline_compress.formats import load_history
-from offline_compress.summary.merge import plan_items
+from offline_compress.summary.merge import todo_items
 
 FIXTURE = Path(__file__).parent / "fixtures" / "claude-code" / "c10f5964-20bd-4783-aa1a-30b06c8a702a.jsonl.gz"
 
@@ -84,11 +84,11 @@ def session() -> tuple[list, list[int]]:
     ],
 )
 def test_a_planning_call_states_what_is_done_and_what_is_left(name, args, state):
-    assert plan_state(name, args if isinstance(args, str) else json.dumps(args)) == state
+    assert todo_state(name, args if isinstance(args, str) else json.dumps(args)) == state
 
 
 def test_plan_items_split_done_from_left_in_the_plans_order():
-    done, left = plan_items((("pending", "b"), ("completed", "a"), ("in_progress", "c"), ("done", "d")))
+    done, left = todo_items((("pending", "b"), ("completed", "a"), ("in_progress", "c"), ("done", "d")))
     assert done == ["[completed] a", "[done] d"] and left == ["[pending] b", "[in_progress] c"]
 
 
@@ -158,5 +158,5 @@ _JSON = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(name=st.sampled_from(["TodoWrite", "task_tracker", "update_plan", "think", "Bash"]), args=_JSON)
 def test_any_arguments_give_a_plan_or_none_and_never_raise(name, args):
-    state = plan_state(name, json.dumps(args))
+    state = todo_state(name, json.dumps(args))
     assert state is None or all(isinstance(s, str) and isinstance(t, str) and s and t for s, t in state)
