@@ -87,7 +87,7 @@ def test_a_planning_call_states_what_is_done_and_what_is_left(name, args, state)
     assert todo_state(name, args if isinstance(args, str) else json.dumps(args)) == state
 
 
-def test_plan_items_split_done_from_left_in_the_plans_order():
+def test_todo_items_split_done_from_left_in_the_lists_order():
     done, left = todo_items((("pending", "b"), ("completed", "a"), ("in_progress", "c"), ("done", "d")))
     assert done == ["[completed] a", "[done] d"] and left == ["[pending] b", "[in_progress] c"]
 
