@@ -198,6 +198,10 @@ have: the conversation so far (some of it may have been summarised or shortened)
 questions.md from that context alone, as the agent who must now continue the work. Be concrete and short (one to
 three sentences; quote paths, names, commands and errors exactly). If the context does not let you answer, write
 "unknown": a wrong answer is worse than "unknown". Write answers.json: {"answers": {"q1": "...", "q2": "...", ...}}.
+A line of context.md can be tens of thousands of characters long (a summary written as one line of JSON), and a
+tool that shows files or command output may cut long lines or long output without saying so: read every character,
+in pieces of at most 8,000 characters (for example `python3 -c "print(open('context.md').read()[0:8000])"`, then
+8000:16000, and so on), before you answer.
 """
 
 GRADER_BRIEF = """You grade answers of AI agents who resumed a task from different contexts. For each question
