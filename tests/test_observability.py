@@ -116,11 +116,13 @@ def test_listeners_get_each_compaction_and_their_errors_stay_out_of_the_step(
 def test_markdown_round_trip_of_every_field_of_a_real_summary(extractive_compressor):
     summary = extractive_compressor.compress(load_history(GITHUB_ISSUE))
     # the extractive summary of this fixture fills the fields but the task state's done and blocked items (none is
-    # resolved or open there): add one each, lines of the same run, and a second edit of a file
+    # resolved or open there): add one each, lines of the same run, a second edit of a file, and a finding (only a
+    # capable model writes those)
     failed = summary.failed_attempts[0]
     state = summary.task_state.model_copy(update={"blockers": [failed.reason_failed], "completed": [failed.approach]})
     files = [summary.files[0].model_copy(update={"edits": 2})] if summary.files else []
-    summary = summary.model_copy(update={"task_state": state, "files": files})
+    finding = f"`{failed.approach[:100]}` fails: {failed.reason_failed[:150]}"
+    summary = summary.model_copy(update={"task_state": state, "files": files, "findings": [finding]})
     dump = summary.model_dump()
     assert all(dump[k] for k in dump) and all(dump["task_state"].values())
     markdown = to_markdown(summary)

@@ -373,6 +373,7 @@ def test_cli_compress_written_through_a_server(tmp_path, capsys):
     """``--written``: the server gets the written state's schema and the state goes into the summary; without a
     model to write, one line and exit status 2."""
     state = {
+        "findings": [],
         "decisions": [],
         "failures": [],
         "task_state": {"completed": [], "remaining": [], "blockers": []},

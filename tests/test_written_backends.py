@@ -65,7 +65,7 @@ def test_an_export_round_trip_writes_validates_imports_and_repeats(tmp_path, mon
     assert (folder / f"{key}.prompt.md").read_text(encoding="utf-8") == request["prefix"] + request["suffix"]
     assert main(["pending", str(folder)]) == 0 and f"{key}.prompt.md" in capsys.readouterr().out
 
-    state = load_recordings(RECORDINGS)["recordings"]["8f1fb616d018f8c436bb"]["completion"]  # the same prompt
+    state = load_recordings(RECORDINGS)["recordings"]["23178c8672af2dc2de7c"]["completion"]  # the same prompt
     (folder / f"{key}.completion.json").write_text(json.dumps({**state, "decisions": [{"decision": "x"}]}))
     assert main(["import", str(folder), str(recordings), "--writer", WRITER]) == 2
     assert "decisions.0.rationale: Field required" in capsys.readouterr().err and not recordings.exists()

@@ -150,21 +150,45 @@ def test_a_server_that_says_the_prompt_is_over_its_window_leaves_the_extractive_
 
 
 def test_a_part_that_fails_leaves_the_whole_region_extractive(tmp_path):
-    """The django run in two parts: part 1's recorded state is valid, part 2's answer is cut short."""
+    """The django run in three parts: part 1's recorded state is valid, part 2's answer is cut short."""
     path = tmp_path / "recordings.json"
     shutil.copy(RECORDINGS, path)
     data = load_recordings(path)
     messages = load_history(DJANGO)
-    compressor = Compressor(backend=RecordedBackend(path, n_ctx=5000), written=True, max_tokens=1024)
-    prepared = compressor.prepare(messages, **KEEP)
-    first = digest(compressor.prefix, prepared.suffix, compressor.schema)
-    assert first in data["recordings"] and len(prepared.parts) == 2
-    [second_key] = [
-        k for k, v in data["recordings"].items() if k != first and "check_fields_for_model" in json.dumps(v)
-    ]
-    data["recordings"][second_key] = {"completion": '{"decisions": [{"decision": "Fix'}
+    keys: list[str] = []
+
+    class Keys(RecordedBackend):  # the digest of each prompt, in order
+        def generate(self, prefix: str, suffix: str, schema: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+            keys.append(digest(prefix, suffix, schema))
+            return super().generate(prefix, suffix, schema, *args, **kwargs)
+
+    compressor = Compressor(backend=Keys(path, n_ctx=5000), written=True, max_tokens=1024)
+    assert compressor.compress_detailed(messages, **KEEP).stats.parts == 3 and len(keys) == 3
+    data["recordings"][keys[1]] = {"completion": '{"findings": ["Fix'}
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     compressor = Compressor(backend=RecordedBackend(path, n_ctx=5000), written=True, max_tokens=1024)  # reads it
     result = compressor.compress_detailed(messages, **KEEP)
-    assert_fell_back(result, messages, "part 2 of 2:", "Invalid JSON")
-    assert (result.stats.parts, result.stats.attempts) == (2, 3)
+    assert_fell_back(result, messages, "part 2 of 3:", "Invalid JSON")
+    assert (result.stats.parts, result.stats.attempts) == (2, 3)  # part 2 tried twice; part 3 never asked
+
+
+def test_findings_enter_the_summary_only_where_their_names_hold(tmp_path):
+    # what the agent established is the model's to write; a finding naming what the session never held is dropped
+    # like any other statement, and an extractive summary has no findings key at all (its bytes stay as they were)
+    true = "`useAuth` works only inside an `AuthProvider`: `main.tsx` wraps `App` in it."
+    invented = "`src/billing/invoice.ts` defines `chargeCard`, which `App.tsx` calls."
+    state = {
+        "findings": [true, invented],
+        "decisions": [],
+        "failures": [],
+        "task_state": {"completed": [], "remaining": [], "blockers": []},
+        "narrative": "",
+        "next_step": "",
+    }
+    result = recorded_with(tmp_path, json.dumps(state)).compress_detailed(history("ja"), **KEEP)
+    assert result.stats.draft_valid and not result.stats.fallback
+    assert result.context.findings == [true]
+    assert any("chargeCard" in d for d in result.grounding.dropped)
+    assert '"findings":["`useAuth` works only' in result.context.to_json()
+    assert '"findings"' not in extractive(history("ja")).to_json()
+    assert CompressedContext.model_validate_json(result.context.to_json()) == result.context

@@ -4,6 +4,8 @@ The embedded 270M model's ``Draft``: each item kept when grounded word for word 
 beside the extracted ones. A capable model's ``WrittenState`` (the written-state mode), each statement kept when
 its names and quotes hold (``SourceIndex.holds``):
 
+- findings: what the agent established, as the model states it; they replace an earlier summary's (the model is
+  shown those and keeps what still holds); when none is grounded, the earlier ones stay.
 - decisions: its grounded decisions replace the ones read by position (the agent's words before an edit) of the
   region it wrote about; when none is grounded, the positional ones stay. An earlier summary's decisions stay.
 - failures: its reason for failure number k of the checklist becomes that failed attempt's ``then`` (the agent's
@@ -43,6 +45,7 @@ NEXT_STEP = "Next step: "
 class ModelItems:
     """The grounded part of a model's output, by the summary field it goes to."""
 
+    findings: list[str] = field(default_factory=list)
     decisions: list[S.Decision] = field(default_factory=list)
     replaces_decisions: bool = False  # the region's positional decisions give way to ``decisions``
     reasons: dict[int, str] = field(default_factory=dict)  # failure number (from 1, this region's) -> why it failed
@@ -81,6 +84,7 @@ def _item(text: str) -> str:
 
 
 def _written(state: WrittenState, index: SourceIndex, report: GroundingReport, failures: int) -> ModelItems:
+    findings = [_item(x) for x in keep_written(state.findings, index, report)]
     decisions = []
     for d in state.decisions:
         if keep_written([d.decision], index, report):
@@ -102,6 +106,7 @@ def _written(state: WrittenState, index: SourceIndex, report: GroundingReport, f
     narrative = redact(written_sentences(state.narrative, index, report))
     step = redact(written_sentences(state.next_step, index, report, directive=True))
     return ModelItems(
+        findings=findings,
         decisions=decisions,
         replaces_decisions=bool(decisions),
         reasons=reasons,

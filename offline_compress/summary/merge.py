@@ -244,6 +244,7 @@ def merge_carried(
             remaining=_bounded(_unique(remaining), S.MAX_STATE_ITEMS, stats, keep="first"),
             blockers=_bounded(_latest(blockers), S.MAX_STATE_ITEMS, stats),
         ),
+        findings=_bounded(model.findings or list(prev.findings), S.MAX_FINDINGS, stats),
         files=_bounded(_files(prev.files, facts.state.files), S.MAX_FILES, stats),
         work_log=[m.whole() for m in material],
     )
@@ -458,6 +459,7 @@ class _Cut:
         self.lists: dict[str, list[Any]] = {
             "tool_calls_summary": list(doc.tool_calls_summary),
             "decisions": list(doc.decisions),
+            "findings": list(doc.findings),
             "failed_attempts": list(doc.failed_attempts),
             "completed": list(doc.task_state.completed),
             "files": list(doc.files),
@@ -470,6 +472,7 @@ class _Cut:
             update={
                 "tool_calls_summary": lists["tool_calls_summary"],
                 "decisions": lists["decisions"],
+                "findings": lists["findings"],
                 "work_log": work_log,
                 "failed_attempts": lists["failed_attempts"],
                 "task_state": self.doc.task_state.model_copy(update={"completed": lists["completed"]}),
@@ -499,7 +502,9 @@ class _Cut:
             self.lists["failed_attempts"] = [f.model_copy(update=lean) for f in failed[:-TOLD]] + failed[-TOLD:]
             self.lists["files"] = [f.model_copy(update={"now": []}) for f in files[:-TOLD]] + files[-TOLD:]
             base = count_text(self.build([]).to_json())
-            decisions = () if decisions_first else ("decisions",)  # what the first cut left of them stays
+            # what the first cut left of the decisions stays; a model's findings, then its decisions, go after the
+            # completed items
+            decisions = () if decisions_first else ("findings", "decisions")
             self.drop_oldest(("completed", *decisions, "failed_attempts", "files"), base + reserve)
 
 

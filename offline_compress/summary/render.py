@@ -93,6 +93,7 @@ SECTIONS: tuple[_Section, ...] = (
     _Section("Completed", ("task_state", "completed"), "strings"),
     _Section("Remaining", ("task_state", "remaining"), "strings"),
     _Section("Blockers", ("task_state", "blockers"), "strings"),
+    _Section("Findings", ("findings",), "strings"),
     _Section(
         "Files",
         ("files",),

@@ -18,6 +18,7 @@ MAX_CONSTRAINTS = 80
 # (merge.fit) bounds the constraints' tokens by the window
 MAX_CONSTRAINT_CHARS = 100_000
 MAX_DECISIONS = 12
+MAX_FINDINGS = 12
 MAX_FAILED = 30
 MAX_TOOL_CALLS = 80
 MAX_STATE_ITEMS = 12
@@ -120,16 +121,22 @@ class CompressedContext(_Strict):
     tool_calls_summary: Annotated[list[ToolCallSummary], Field(max_length=MAX_TOOL_CALLS)] = []
     recent_narrative: Annotated[str, Field(max_length=MAX_NARRATIVE_CHARS)] = ""
     task_state: TaskState = TaskState()
-    # Added after the seed's six fields (which stay as they were): the files changed with their net change, and the
-    # verbatim work log, oldest step first.
+    # Added after the seed's six fields (which stay as they were): what the agent established (written by a capable
+    # model, grounded: the written-state mode), the files changed with their net change, and the verbatim work log,
+    # oldest step first.
+    findings: Annotated[list[Item], Field(max_length=MAX_FINDINGS)] = Field(
+        default=[], description="What the agent established that still holds (the written-state mode's)."
+    )
     files: Annotated[list[FileChange], Field(max_length=MAX_FILES)] = []
     work_log: Annotated[list[Step], Field(max_length=MAX_STEPS)] = Field(
         default=[], description="What the agent said, ran and saw at each step, verbatim, oldest first."
     )
 
     def to_json(self) -> str:
-        """Canonical bytes: fixed key order, no extra whitespace, UTF-8 kept. Same document, same string."""
-        return json.dumps(self.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
+        """Canonical bytes: fixed key order, no extra whitespace, UTF-8 kept. Same document, same string. No
+        ``findings`` key when there are none (only a model writes them: the extractive summary stays as it was)."""
+        data = self.model_dump(mode="json", exclude=set() if self.findings else {"findings"})
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 def compressed_context_json_schema() -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """What a capable model writes in the written-state mode (``Compressor(..., written=True)``): ``WrittenState``, the
-parts of a summary that need judgement: decisions with their rationale, why attempts failed, the task state, the
-narrative and the next step. Everything read exactly (user turns, files and their net changes, errors, the work log)
-stays the extractor's; the model refers to a failure by its number in the prompt's checklist instead of re-typing it.
+parts of a summary that need judgement: what the agent established, decisions with their rationale, why attempts
+failed, the task state, the narrative and the next step. Everything read exactly (user turns, files and their net
+changes, errors, the work log) stays the extractor's; the model refers to a failure by its number in the prompt's
+checklist instead of re-typing it.
 
 Unlike the embedded 270M model's ``Draft`` (``draft.py``: ASCII, one item per list, bounds that set its latency),
 these bounds are the summary's own: Unicode text, up to 12 decisions, items as long as ``schema.MAX_ITEM_CHARS``.
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from . import schema as S
 
+MAX_FINDINGS = S.MAX_FINDINGS
 MAX_DECISIONS = 12
 MAX_FAILURES = 12
 MAX_STATE_ITEMS = 8
@@ -52,6 +54,7 @@ class WrittenTaskState(_Strict):
 class WrittenState(_Strict):
     """All fields required (a strict ``json_schema`` needs it) and in the order a writer thinks them through."""
 
+    findings: Annotated[list[Item], Field(max_length=MAX_FINDINGS)]
     decisions: Annotated[list[WrittenDecision], Field(max_length=MAX_DECISIONS)]
     failures: Annotated[list[WrittenFailure], Field(max_length=MAX_FAILURES)]
     task_state: WrittenTaskState
