@@ -253,6 +253,28 @@ def export(
         _save_key(exchange, key)
 
 
+def reread(exchange: Path, strategy: str, name: str, points: Sequence[str] | None = None) -> list[str]:
+    """The contexts of ``strategy`` out again under ``name``, byte for byte, for fresh readers: a change is compared
+    with its baseline read in the same round (readers differ: fresh readers of the same contexts scored 2.6-5.3
+    points above older answers, docs/resume.md rounds 13-14). Returns the new opaque ids."""
+    key, out = _key(exchange), []
+    for oid, info in sorted(key.items()):
+        if info["strategy"] != strategy or (points and info["point"] not in points):
+            continue
+        new = opaque(info["point"], name)
+        src, d = exchange / "read" / oid, exchange / "read" / new
+        d.mkdir(parents=True, exist_ok=True)
+        for f in ("context.md", "questions.md"):
+            (d / f).write_bytes((src / f).read_bytes())
+        (d / "BRIEF.md").write_text(READER_BRIEF, encoding="utf-8")
+        key[new] = {**info, "strategy": name}
+        out.append(new)
+    if not out:
+        raise ValueError(f"reread: no context of strategy {strategy!r} in {exchange / 'key.json'}")
+    _save_key(exchange, key)
+    return out
+
+
 def _key(exchange: Path) -> dict[str, Any]:
     path = exchange / "key.json"
     return json.loads(path.read_text("utf-8")) if path.exists() else {}
@@ -522,6 +544,11 @@ def cmd_resume_qa(args: argparse.Namespace) -> int:
         export(points, strategies, exchange, default_counter(), ours_as=args.ours_as, hook_options=options)
         if args.reader_url:
             read_with(exchange, args.reader_url, args.model)
+    elif args.action == "reread":
+        if not args.strategies or "," in args.strategies or not args.ours_as or args.ours_as == "ours":
+            raise ValueError("reread: name one --strategies to read again and a new name for it with --ours-as")
+        ids = reread(exchange, args.strategies, args.ours_as, [p["id"] for p in points])
+        _note(f"{len(ids)} contexts of {args.strategies} out again as {args.ours_as}: {', '.join(ids)}")
     elif args.action == "grade":
         graded = collect_grades(exchange)
         tasks = grading_tasks(exchange, graded, [s for s in (args.again or "").split(",") if s], args.regrade)
@@ -540,9 +567,10 @@ def add_resume_qa_parser(sub: Any) -> None:
     p = sub.add_parser("resume-qa", help="a capable reader resumes from each context; blind grading (docs/resume.md)")
     p.add_argument(
         "action",
-        choices=("transcripts", "export", "grade", "report"),
+        choices=("transcripts", "export", "reread", "grade", "report"),
         help="transcripts: the whole runs for question writers and the regions for the reference summary's writer; "
-        "export: the reading tasks (with --reader-url, read them too); grade: the grading tasks of the answers not "
+        "export: the reading tasks (with --reader-url, read them too); reread: the contexts of one --strategies out "
+        "again as --ours-as, for fresh readers beside a change; grade: the grading tasks of the answers not "
         "graded yet (with --reader-url, grade them too); report: the table",
     )
     p.add_argument("--exchange", default=str(EXCHANGE), help=f"the exchange folder (default {EXCHANGE})")

@@ -83,3 +83,19 @@ def test_render_shows_calls_and_marks():
     text = R.render(messages, marks={2: "THE POINT"})
     assert '-> call bash (id c1): {"command": "ls"}' in text and "======== THE POINT ========" in text
     assert "### [2] tool (result of call c1)" in text
+
+
+def test_a_reread_sends_the_same_contexts_out_again_under_a_new_name(tmp_path, monkeypatch):
+    exchange = _setup(tmp_path, monkeypatch)
+    old = R.opaque("p1", "ours")
+    (exchange / "read" / old / "context.md").write_bytes("### [0] user\nfix it ✓\n".encode())
+    (exchange / "read" / old / "questions.md").write_text("q1. What?\n", "utf-8")
+    [new] = R.reread(exchange, "ours", "ours-again")
+    assert new == R.opaque("p1", "ours-again") != old
+    d = exchange / "read" / new
+    assert (d / "context.md").read_bytes() == (exchange / "read" / old / "context.md").read_bytes()
+    assert (d / "BRIEF.md").read_text("utf-8") == R.READER_BRIEF and not (d / "answers.json").exists()
+    key = json.loads((exchange / "key.json").read_text("utf-8"))
+    assert key[new] == {**key[old], "strategy": "ours-again"}
+    with pytest.raises(ValueError, match="no context of strategy 'mask'"):
+        R.reread(exchange, "mask", "mask-again")
