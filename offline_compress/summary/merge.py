@@ -504,8 +504,8 @@ class _Cut:
             base = count_text(self.build([]).to_json())
             # what the first cut left of the decisions stays; a model's findings, then its decisions, go after the
             # completed items
-            decisions = () if decisions_first else ("findings", "decisions")
-            self.drop_oldest(("completed", *decisions, "failed_attempts", "files"), base + reserve)
+            written = () if decisions_first else ("findings", "decisions")
+            self.drop_oldest(("completed", *written, "failed_attempts", "files"), base + reserve)
 
 
 def _shown(rest: S.CompressedContext, known: set[str] | frozenset[str], lasting: bool) -> set[str]:

@@ -19,7 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from . import schema as S
 
-MAX_FINDINGS = S.MAX_FINDINGS
 MAX_DECISIONS = 12
 MAX_FAILURES = 12
 MAX_STATE_ITEMS = 8
@@ -54,7 +53,7 @@ class WrittenTaskState(_Strict):
 class WrittenState(_Strict):
     """All fields required (a strict ``json_schema`` needs it) and in the order a writer thinks them through."""
 
-    findings: Annotated[list[Item], Field(max_length=MAX_FINDINGS)]
+    findings: Annotated[list[Item], Field(max_length=S.MAX_FINDINGS)]
     decisions: Annotated[list[WrittenDecision], Field(max_length=MAX_DECISIONS)]
     failures: Annotated[list[WrittenFailure], Field(max_length=MAX_FAILURES)]
     task_state: WrittenTaskState
