@@ -540,7 +540,7 @@ def cmd_resume_qa(args: argparse.Namespace) -> int:
 
             recordings = Path(args.written)
             backend = RecordedBackend(recordings, export_to=recordings.parent / "exchange")
-            options["compressor"] = Compressor(backend=backend, written=True)
+            options["compressor"] = Compressor(backend=backend, written=True, check=not args.unchecked)
         export(points, strategies, exchange, default_counter(), ours_as=args.ours_as, hook_options=options)
         if args.reader_url:
             read_with(exchange, args.reader_url, args.model)
@@ -584,6 +584,11 @@ def add_resume_qa_parser(sub: Any) -> None:
         "--written",
         help="export: ours in the written-state mode on these recorded completions (a JSON file); a compaction whose "
         "completion is missing exports its prompt to the exchange folder beside it and that point waits",
+    )
+    p.add_argument(
+        "--unchecked",
+        action="store_true",
+        help="export: --written without the model's check of its state (rounds 10-14)",
     )
     p.add_argument("--reader-url", help="an OpenAI-compatible endpoint (…/v1) that reads and grades")
     p.add_argument("--model", default="default", help="the endpoint's model id")

@@ -50,8 +50,8 @@ from .summary.plan import DEFAULT_KEEP_LAST, Plan, plan_compaction
 from .summary.prompt import closing, digest, fixed_prefix
 from .summary.reading import blocks, split
 from .summary.redaction import redact_summary
-from .summary.written import WrittenState, written_json_schema
-from .summary.written_prompt import checklist, written_prefix, written_suffix
+from .summary.written import StateCheck, WrittenState, check_json_schema, statements, without, written_json_schema
+from .summary.written_prompt import check_suffix, checklist, written_prefix, written_suffix
 from .tokens.counter import default_counter
 from .tokens.protocol import CountsTokens
 
@@ -64,7 +64,7 @@ DRAFT_ATTEMPTS = 2  # a draft that fails validation is asked for once more, then
 MIN_PART_TOKENS = 256  # the least room a part of the region may have in the written-state mode's prompt
 
 
-_Out = TypeVar("_Out", Draft, WrittenState)
+_Out = TypeVar("_Out", Draft, WrittenState, StateCheck)
 
 
 class CompressionStats(BaseModel):
@@ -90,6 +90,7 @@ class CompressionStats(BaseModel):
     attempts: int = 0  # generations asked for (a draft that fails validation is asked for once more)
     fallback: str | None = None  # why the summary went without the model's draft (then the extractive summary)
     parts: int = 0  # the written-state mode: parts the region was written in (prompt_tokens adds theirs up)
+    refuted: int = 0  # the written-state mode with its check: statements the model found unsupported (dropped)
 
 
 class CompressionResult(BaseModel):
@@ -139,13 +140,16 @@ class Compressor:
     default and never chosen for you: the embedded 270M base model cannot write, and a backend cannot tell how
     capable its model is. ``max_tokens`` (the output room, also what an earlier part's state may take in the next
     part's prompt) defaults to 2048 either way; ``repeat_penalty`` to 1.3 for the draft (a small model loops) and
-    1.0 written (a penalty hurts a capable model copying names)."""
+    1.0 written (a penalty hurts a capable model copying names). ``check`` (written mode only): the model checks
+    the state it wrote against the same prompt, one more request per part (``summary/written.py``, ``StateCheck``);
+    the statements it finds unsupported are dropped, and a check that fails leaves the summary extractive."""
 
     def __init__(
         self,
         model: str | Path | None = None,
         *,
         written: bool = False,
+        check: bool = True,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         keep_last: int = DEFAULT_KEEP_LAST,
         prompt_budget: int = 1536,
@@ -162,6 +166,8 @@ class Compressor:
         if written and backend is None and model is None:
             raise ValueError("written=True needs a model to write: backend=... (a server) or a model name or path")
         self.written = written
+        self.check = written and check
+        self.check_schema = check_json_schema() if self.check else {}
         self.schema = written_json_schema() if written else draft_json_schema()
         # a written state has no bound in tokens below any sensible max_tokens: one cut short falls back
         worst = 0 if written else worst_case_tokens(self.schema)
@@ -293,8 +299,10 @@ class Compressor:
         Empty when the window leaves a part less than ``MIN_PART_TOKENS`` (the compression then falls back)."""
         backend = self.backend
         assert backend is not None
-        fixed = backend.count(self.prefix) + backend.count(written_suffix(listed, "", 9, 9, None, self.instruct))
-        room = backend.n_ctx - self.max_tokens - fixed - 64
+        frame = backend.count(written_suffix(listed, "", 9, 9, None, self.instruct))
+        room = backend.n_ctx - self.max_tokens - backend.count(self.prefix) - frame - 64
+        if self.check:  # its prompt holds the part, the statements (about the state's size), then the verdicts
+            room -= self.max_tokens + backend.count(check_suffix(listed, "", 9, 9, None, [], self.instruct)) - frame
         rendered = blocks(target, numbers)
         if room < MIN_PART_TOKENS:
             return ()
@@ -328,13 +336,17 @@ class Compressor:
         stats = CompressionStats(messages_in=prepared.messages_in, messages_compressed=prepared.cut, head=prepared.head)
         if self.backend is None:
             return self._finish(start, prepared, NO_DRAFT, stats, budget)
-        draft = self._write(prepared, stats) if self.written else self._draft(prepared.suffix, stats, Draft)
-        return self._finish(start, prepared, draft or NO_DRAFT, stats, budget)
+        refuted: list[str] = []  # what the model's check of its written state dropped
+        draft: Draft | WrittenState | None = (
+            self._write(prepared, stats, refuted) if self.written else self._draft(prepared.suffix, stats, Draft)
+        )
+        return self._finish(start, prepared, draft or NO_DRAFT, stats, budget, refuted)
 
-    def _write(self, prepared: PreparedPrompt, stats: CompressionStats) -> WrittenState | None:
+    def _write(self, prepared: PreparedPrompt, stats: CompressionStats, refuted: list[str]) -> WrittenState | None:
         """The written state of the region: its parts written in turn, each part's prompt holding the state written
-        from the parts before it, which the part's own state replaces (the last one covers the whole region). Any
-        part without a valid state leaves the whole compression extractive (``stats.fallback`` says which)."""
+        from the parts before it, which the part's own state replaces (the last one covers the whole region); with
+        ``check``, each part's state checked before it goes on (``refuted`` gets what the check dropped). Any part
+        without a valid state or check leaves the whole compression extractive (``stats.fallback`` says which)."""
         backend = self.backend
         assert backend is not None  # only called with a model
         stats.backend = backend.name
@@ -347,17 +359,33 @@ class Compressor:
             )
             return None
         state: WrittenState | None = None
+        parts = len(prepared.parts)
         for number, part in enumerate(prepared.parts, start=1):
+            before = state
             suffix = (
                 prepared.suffix
                 if number == 1
-                else written_suffix(prepared.checklist, part, number, len(prepared.parts), state, self.instruct)
+                else written_suffix(prepared.checklist, part, number, parts, before, self.instruct)
             )
             state = self._draft(suffix, stats, WrittenState)
             stats.parts = number
+            if state is not None and self.check:
+                listed = statements(state)
+                check = self._draft(
+                    check_suffix(prepared.checklist, part, number, parts, before, listed, self.instruct),
+                    stats,
+                    StateCheck,
+                )
+                if check is None:
+                    stats.fallback = f"the check of the written state: {stats.fallback}"
+                    state = None
+                else:
+                    state, dropped = without(state, check)
+                    stats.refuted += len(dropped)
+                    refuted.extend(dropped)
             if state is None:
-                if len(prepared.parts) > 1:
-                    stats.fallback = f"part {number} of {len(prepared.parts)}: {stats.fallback}"
+                if parts > 1:
+                    stats.fallback = f"part {number} of {parts}: {stats.fallback}"
                 return None
         return state
 
@@ -376,7 +404,11 @@ class Compressor:
             try:
                 with self._lock:  # one llama.cpp context (or one connection's worth of work) at a time
                     generation = backend.generate(
-                        self.prefix, suffix, self.schema, self.max_tokens, self.repeat_penalty
+                        self.prefix,
+                        suffix,
+                        self.check_schema if model is StateCheck else self.schema,
+                        self.max_tokens,
+                        self.repeat_penalty,
                     )
             except PromptTooLongError as err:
                 stats.draft_valid = False
@@ -403,14 +435,16 @@ class Compressor:
         draft: Draft | WrittenState,
         stats: CompressionStats,
         budget: Budget | None,
+        refuted: Sequence[str] = (),
     ) -> CompressionResult:
-        """Ground the draft and merge it with the facts, the work log and the previous summary."""
+        """Ground the draft and merge it with the facts, the work log and the previous summary (``refuted``: what
+        the model's own check dropped, reported beside what grounding drops)."""
         target, previous, facts = prepared.target, prepared.previous, prepared.facts
         # nothing to ground without a draft
         index = (
             SourceIndex([]) if draft is NO_DRAFT else source_index(prepared, written=isinstance(draft, WrittenState))
         )
-        report = GroundingReport()
+        report = GroundingReport(checked=len(refuted), dropped=list(refuted))
         sources = Sources(facts, target, index, previous, prepared.kept_texts)
         context, carried = merge_carried(sources, draft, report, stats, budget)
         context = redact_summary(context)  # one last pass over every string, tool names and paths included

@@ -382,8 +382,9 @@ def test_cli_compress_written_through_a_server(tmp_path, capsys):
     }
 
     def respond(method: str, path: str, body: Any) -> tuple[int, Any]:
-        if path == "/v1/chat/completions":
-            return 200, completion(json.dumps(state))
+        if path == "/v1/chat/completions":  # the state, then its check (nothing unsupported)
+            checking = "## Check the working state" in body["messages"][0]["content"]
+            return 200, completion(json.dumps({"unsupported": []} if checking else state))
         return not_found(method, path, body)
 
     out = tmp_path / "summary.json"
@@ -393,8 +394,9 @@ def test_cli_compress_written_through_a_server(tmp_path, capsys):
         code = cli_main([*argv, "-o", str(out)])
     assert code == 0, capsys.readouterr().err
     assert json.loads(out.read_text())["recent_narrative"].startswith(state["narrative"])
-    sent = json.dumps(next(b for _, p, b in received if p == "/v1/chat/completions"))
+    [sent, checked] = [json.dumps(b) for _, p, b in received if p == "/v1/chat/completions"]
     assert '"next_step"' in sent and '"narrative"' in sent  # the written state's schema, not the 270M draft's
+    assert '"unsupported"' in checked  # then the model's check of it (on by default)
     assert cli_main(["compress", str(FIXTURE), "--written"]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "offline-compress: error: --written needs a model to write: --backend openai --base-url URL, or --model"

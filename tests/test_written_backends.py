@@ -29,7 +29,7 @@ from offline_compress.engine.recorded import (
 )
 from offline_compress.formats import load_history
 from offline_compress.summary.schema import CompressedContext
-from offline_compress.summary.written import written_json_schema
+from offline_compress.summary.written import check_json_schema, written_json_schema
 
 RECORDINGS = Path(__file__).parent / "written" / "recordings.json"
 CLAUDE = Path(__file__).parent / "fixtures" / "claude-code" / "97b0ffde-ece9-4977-91cb-5c8cdeabdf3f.jsonl.gz"
@@ -54,7 +54,7 @@ def test_an_export_round_trip_writes_validates_imports_and_repeats(tmp_path, mon
     write, import (an invalid completion refused, naming its field), run again."""
     monkeypatch.delenv("OFFLINE_COMPRESS_STRICT", raising=False)
     folder, recordings = tmp_path / "writer", tmp_path / "recordings.json"
-    compressor = Compressor(backend=RecordedBackend(recordings, export_to=folder), written=True)
+    compressor = Compressor(backend=RecordedBackend(recordings, export_to=folder), written=True, check=False)
     with CompactionHook(32_768, compressor=compressor, archive_path=tmp_path / "a.sqlite3") as hook:
         with pytest.raises(WriterNeeded) as stop:
             hook.compact(load_history(CLAUDE))
@@ -107,12 +107,16 @@ def test_the_environment_makes_the_default_compressor_write(tmp_path, monkeypatc
 
 
 @contextmanager
-def chat_server(content: str) -> Iterator[tuple[str, list[Any]]]:
-    """An OpenAI-compatible chat server that answers every completion with ``content``; yields (URL, bodies)."""
+def chat_server(*contents: str) -> Iterator[tuple[str, list[Any]]]:
+    """An OpenAI-compatible chat server that answers its completions with ``contents`` in turn (the last one
+    again after them); yields (URL, bodies)."""
+    answered: list[str] = []
 
     def respond(method: str, path: str, body: Any) -> tuple[int, Any]:
         if method == "GET":
             return 200, {"data": [{"id": "agent-model"}]} if path == "/v1/models" else {}
+        content = contents[min(len(answered), len(contents) - 1)]
+        answered.extend([content] if path.endswith("/chat/completions") else [])
         usage = {"prompt_tokens": 1900, "completion_tokens": 620}
         return 200, {"choices": [{"message": {"role": "assistant", "content": content}}], "usage": usage}
 
@@ -123,16 +127,23 @@ def chat_server(content: str) -> Iterator[tuple[str, list[Any]]]:
 
 
 def test_a_server_gets_the_written_schema_as_a_strict_json_schema():
-    with chat_server(json.dumps(seed_state(), ensure_ascii=False)) as (url, bodies):
+    """Then the check of the state, on the same prompt up to the region's end (a server's prompt cache keeps it)."""
+    check = json.dumps({"unsupported": [{"statement": 1, "why": "not shown"}]})
+    with chat_server(json.dumps(seed_state(), ensure_ascii=False), check) as (url, bodies):
         backend = OpenAIServerBackend(url, n_ctx=32_768)
         result = Compressor(backend=backend, written=True).compress_detailed(history("ja"), **KEEP)
-    [body] = [b for b in bodies if "messages" in b]  # the probe's tokenize request aside
+    [body, checked] = [b for b in bodies if "messages" in b]  # the probe's tokenize request aside
+    asked, checking = body["messages"][0]["content"], checked["messages"][0]["content"]
+    shared = asked.index("## The working state as JSON")
+    assert checking[:shared] == asked[:shared] and "## Check the working state" in checking[shared:]
+    assert checked["response_format"]["json_schema"]["schema"] == bounded_schema(check_json_schema())
+    assert result.stats.refuted == 1 and result.grounding.dropped[0].startswith("finding: ")
     sent = body["response_format"]["json_schema"]
     assert body["response_format"]["type"] == "json_schema" and sent["strict"] is True
     assert sent["schema"] == bounded_schema(written_json_schema()) and "x-guidance" not in sent["schema"]
     assert body["temperature"] == 0.0 and body["messages"][0]["content"].startswith("You write the working state")
     assert "repetition_penalty" not in body and "repeat_penalty" not in body  # an unknown server: none sent
-    assert result.stats.draft_valid and (result.stats.prompt_tokens, result.stats.generated_tokens) == (1900, 620)
+    assert result.stats.draft_valid and (result.stats.prompt_tokens, result.stats.generated_tokens) == (3800, 1240)
     assert any("httpOnly" in d.decision for d in result.context.decisions)
 
 

@@ -36,7 +36,7 @@ def recorded_with(tmp_path: Path, text: str, **options: Any) -> Compressor:
     """A written-state compressor whose recorded completion for the seed session's prompt is ``text``."""
     path = tmp_path / "recordings.json"
     path.write_text(json.dumps({"recordings": {}}), encoding="utf-8")
-    compressor = Compressor(backend=RecordedBackend(path), written=True, **options)
+    compressor = Compressor(backend=RecordedBackend(path), written=True, check=False, **options)
     prompt = compressor.prepare(history("ja"), **KEEP)
     key = digest(compressor.prefix, prompt.suffix, compressor.schema)
     path.write_text(json.dumps({"recordings": {key: {"completion": text}}}, ensure_ascii=False), encoding="utf-8")
@@ -162,11 +162,11 @@ def test_a_part_that_fails_leaves_the_whole_region_extractive(tmp_path):
             keys.append(digest(prefix, suffix, schema))
             return super().generate(prefix, suffix, schema, *args, **kwargs)
 
-    compressor = Compressor(backend=Keys(path, n_ctx=5000), written=True, max_tokens=1024)
+    compressor = Compressor(backend=Keys(path, n_ctx=5000), written=True, check=False, max_tokens=1024)
     assert compressor.compress_detailed(messages, **KEEP).stats.parts == 3 and len(keys) == 3
     data["recordings"][keys[1]] = {"completion": '{"findings": ["Fix'}
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    compressor = Compressor(backend=RecordedBackend(path, n_ctx=5000), written=True, max_tokens=1024)  # reads it
+    compressor = Compressor(backend=RecordedBackend(path, n_ctx=5000), written=True, check=False, max_tokens=1024)
     result = compressor.compress_detailed(messages, **KEEP)
     assert_fell_back(result, messages, "part 2 of 3:", "Invalid JSON")
     assert (result.stats.parts, result.stats.attempts) == (2, 3)  # part 2 tried twice; part 3 never asked

@@ -1,6 +1,7 @@
 """The written-state mode end to end, offline and deterministic: the prompt, the constrained output (recorded
 completions written by a capable model, validated), grounding, the merge, and the hook, on three fixture histories
-(the seed's session in Japanese, a mini-swe-agent run written in three parts, a Claude Code session).
+(the seed's session in Japanese, a mini-swe-agent run written in three parts, a Claude Code session). The model's
+check of what it wrote is off here but in the hook (the default): ``test_written_check.py`` tests it.
 
 The completions are in ``tests/written/recordings.json`` (who wrote them is in the file). A prompt change changes
 its digest: run these tests with ``OFFLINE_COMPRESS_EXPORT=DIR`` to export the new prompts for a writer, then
@@ -21,7 +22,7 @@ from offline_compress.engine.recorded import RecordedBackend, load_recordings
 from offline_compress.formats import load_history
 from offline_compress.summary.intake import NEXT_STEP
 from offline_compress.summary.message import parse_summary_message
-from offline_compress.summary.written import WrittenState
+from offline_compress.summary.written import StateCheck, WrittenState
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RECORDINGS = Path(__file__).parent / "written" / "recordings.json"
@@ -47,7 +48,9 @@ def backend(n_ctx: int = 32_768) -> Calls:
 
 
 def written(history_: Any, *, n_ctx: int = 32_768, max_tokens: int = 2048) -> Any:
-    compressor = Compressor(backend=backend(n_ctx), written=True, max_tokens=max_tokens, summary_tokens=None)
+    compressor = Compressor(
+        backend=backend(n_ctx), written=True, check=False, max_tokens=max_tokens, summary_tokens=None
+    )
     return compressor, compressor.compress_detailed(history_, keep_first=None, keep_last=5)
 
 
@@ -69,9 +72,10 @@ def exact_fields(context: Any) -> dict[str, Any]:
 def test_the_recordings_are_valid_written_states_and_say_who_wrote_them():
     data = load_recordings(RECORDINGS)
     assert "acting as the recorded writer" in data["about"]
-    assert len(data["recordings"]) == 5
+    assert len(data["recordings"]) == 7
     for entry in data["recordings"].values():
-        WrittenState.model_validate(entry["completion"])
+        model = StateCheck if "unsupported" in entry["completion"] else WrittenState
+        model.model_validate(entry["completion"])
         assert "acting as the recorded writer" in entry["writer"]
         assert entry["prompt_tokens"] > entry["completion_tokens"] > 0
 

@@ -171,14 +171,15 @@ def export(
 
 
 def _model_of(schema: dict[str, Any]) -> type[BaseModel]:
-    """The model a schema was made from (the compressor's two): a completion is validated by it."""
+    """The model a schema was made from (the compressor's three): a completion is validated by it."""
     from ..summary.draft import Draft, draft_json_schema
-    from ..summary.written import WrittenState, written_json_schema
+    from ..summary.written import StateCheck, WrittenState, check_json_schema, written_json_schema
 
-    for model, made in ((WrittenState, written_json_schema()), (Draft, draft_json_schema())):
+    known = ((WrittenState, written_json_schema()), (StateCheck, check_json_schema()), (Draft, draft_json_schema()))
+    for model, made in known:
         if schema == made:
             return model
-    raise RecordingError("the request's schema is neither the written state's nor the draft's (an older version?)")
+    raise RecordingError("the request's schema is not the written state's, its check's or the draft's (older?)")
 
 
 def validate_completion(text: str, schema: dict[str, Any]) -> Any:

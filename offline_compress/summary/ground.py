@@ -358,5 +358,9 @@ def written_split(text: str) -> list[str]:
 
 def written_sentences(text: str, index: SourceIndex, report: GroundingReport, *, directive: bool = False) -> str:
     """The sentences of a written text that hold, in order."""
-    kept = keep_written(written_split(text), index, report, directive=directive)
-    return "".join(s if s.endswith(("。", "！", "？")) else s + " " for s in kept).strip()
+    return join_sentences(keep_written(written_split(text), index, report, directive=directive))
+
+
+def join_sentences(sentences: Iterable[str]) -> str:
+    """Sentences of ``written_split`` as one text again (a CJK sentence's stop needs no space after it)."""
+    return "".join(s if s.endswith(("。", "！", "？")) else s + " " for s in sentences).strip()

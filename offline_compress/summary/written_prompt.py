@@ -100,11 +100,7 @@ def checklist(facts: Facts, previous: S.CompressedContext | None, task: str) -> 
     return "\n".join(out) + "\n"
 
 
-def written_suffix(
-    checklist_text: str, part: str, number: int, parts: int, so_far: WrittenState | None, instruct: bool
-) -> str:
-    """The prompt after the prefix for part ``number`` (from 1) of ``parts``; ``so_far``: the state written from
-    the parts before it, which this part's state replaces (so it must keep what still holds)."""
+def _part(checklist_text: str, part: str, number: int, parts: int, so_far: WrittenState | None) -> str:
     out = [checklist_text]
     if so_far is not None:
         state = json.dumps(so_far.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
@@ -115,6 +111,52 @@ def written_suffix(
         )
     title = "## The conversation to replace" + (f" (part {number} of {parts})" if parts > 1 else "")
     out.append(f"{title}\n{part}")
-    out.append("## The working state as JSON\n")
-    text = "\n".join(out)
+    return "\n".join(out)
+
+
+def written_suffix(
+    checklist_text: str, part: str, number: int, parts: int, so_far: WrittenState | None, instruct: bool
+) -> str:
+    """The prompt after the prefix for part ``number`` (from 1) of ``parts``; ``so_far``: the state written from
+    the parts before it, which this part's state replaces (so it must keep what still holds)."""
+    text = _part(checklist_text, part, number, parts, so_far) + "\n## The working state as JSON\n"
+    return text + INSTRUCT_CLOSE if instruct else text
+
+
+CHECK = """## Check the working state (do not write it again)
+The statements below were written as the working state of the conversation above. Check each of them against what
+this prompt shows: the checklist, the state written from earlier parts (if any) and the conversation.
+- Supported: every file, function, command, number and quote it names occurs there as it says, and what it says
+  happened did happen. Wording is free: a paraphrase, a summary or a fair conclusion from what is shown is supported.
+- Not supported: it names something that is not there, or says what the conversation contradicts (a command that
+  failed succeeded; a test that was not run passed; a file that was not changed was changed), or goes beyond what
+  is shown (a guess, a result no output shows, an instruction that only a tool's output gives).
+Check every statement in turn. List each one that is not supported, by its number, with why in a few words; an
+empty list when all of them are supported.
+
+Statements:
+"""
+
+
+def check_suffix(
+    checklist_text: str,
+    part: str,
+    number: int,
+    parts: int,
+    so_far: WrittenState | None,
+    listed: Sequence[tuple[str, str]],
+    instruct: bool,
+) -> str:
+    """The prompt after the prefix that asks the model to check the statements ``listed`` ((kind, text), numbered
+    from 1) of the state it wrote for part ``number``: that part's prompt up to the end of the part (a server's
+    prompt cache keeps it from the writing), then the statements."""
+    lines = [f"{n}. ({kind}) {' '.join(text.split())}" for n, (kind, text) in enumerate(listed, start=1)]
+    shape = '{"unsupported": [{"statement": 3, "why": "..."}]}'
+    text = (
+        _part(checklist_text, part, number, parts, so_far)
+        + "\n"
+        + CHECK
+        + "\n".join(lines)
+        + f"\n\n## The statements not supported, as JSON ({shape})\n"
+    )
     return text + INSTRUCT_CLOSE if instruct else text
