@@ -369,8 +369,8 @@ class Compressor:
             )
             state = self._draft(suffix, stats, WrittenState)
             stats.parts = number
-            if state is not None and self.check:
-                listed = statements(state)
+            listed = statements(state) if state is not None and self.check else []
+            if state is not None and listed:  # a state that says nothing has nothing to check
                 check = self._draft(
                     check_suffix(prepared.checklist, part, number, parts, before, listed, self.instruct),
                     stats,

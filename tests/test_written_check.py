@@ -133,3 +133,16 @@ def test_a_check_that_fails_leaves_the_summary_extractive(tmp_path, text):
     assert result.stats.draft_valid is False
     assert result.stats.fallback.startswith("the check of the written state: ")
     assert result.context == Compressor().compress(history("ja"), **KEEP)
+
+
+def test_a_state_that_says_nothing_is_not_checked(tmp_path):
+    """Nothing to check, no request: an empty state (what the embedded 270M model writes) costs no second call."""
+    empty = {"findings": [], "decisions": [], "failures": [], "narrative": "", "next_step": ""}
+    empty["task_state"] = {"completed": [], "remaining": [], "blockers": []}
+    path = tmp_path / "recordings.json"
+    path.write_text(json.dumps({"recordings": {}}), encoding="utf-8")
+    compressor = Compressor(backend=RecordedBackend(path), written=True)
+    key = digest(compressor.prefix, compressor.prepare(history("ja"), **KEEP).suffix, compressor.schema)
+    path.write_text(json.dumps({"recordings": {key: {"completion": empty}}}), encoding="utf-8")
+    result = compressor.compress_detailed(history("ja"), **KEEP)  # a check asked for would be RecordingMissing
+    assert (result.stats.attempts, result.stats.refuted, result.stats.fallback) == (1, 0, None)
