@@ -72,7 +72,7 @@ def exact_fields(context: Any) -> dict[str, Any]:
 def test_the_recordings_are_valid_written_states_and_say_who_wrote_them():
     data = load_recordings(RECORDINGS)
     assert "acting as the recorded writer" in data["about"]
-    assert len(data["recordings"]) == 7
+    assert len(data["recordings"]) == 10
     for entry in data["recordings"].values():
         model = StateCheck if "unsupported" in entry["completion"] else WrittenState
         model.model_validate(entry["completion"])
@@ -147,6 +147,25 @@ def test_a_region_over_the_window_is_written_in_parts_each_carried_into_the_next
     assert exact_fields(result.context) == exact_fields(extractive(load_history(DJANGO)))
     assert len(result.context.decisions) == 3 and "check_fields_for_model.py" in result.context.recent_narrative
     assert any("`model_to_dict`" in f and "`if fields and f.name not in fields:`" in f for f in result.context.findings)
+
+
+def test_each_part_is_checked_before_its_state_goes_on():
+    """With the check (the default), the same three parts (the check's room, ``max_tokens`` more, is given by a larger
+    window): after each part's state, its check, on that part's prompt up to the region's end, the state carried
+    from the parts before included. The model found every statement supported: the summary is the unchecked one."""
+    backend_ = backend(SPLIT["n_ctx"] + 1272)
+    compressor = Compressor(backend=backend_, written=True, max_tokens=SPLIT["max_tokens"], summary_tokens=None)
+    result = compressor.compress_detailed(load_history(DJANGO), keep_first=None, keep_last=5)
+    stats = result.stats
+    assert (stats.draft_valid, stats.fallback, stats.parts, stats.attempts, stats.refuted) == (True, None, 3, 6, 0)
+    asked = backend_.suffixes
+    for n in (1, 2, 3):
+        write, check = asked[2 * n - 2], asked[2 * n - 1]
+        region_end = write.index("## The working state as JSON")
+        assert f"(part {n} of 3)" in write and check[:region_end] == write[:region_end]
+        assert "## Check the working state" in check and "\n1. (finding) " in check
+    _, unchecked = written(load_history(DJANGO), **SPLIT)
+    assert result.context == unchecked.context
 
 
 def test_a_claude_code_session_is_written_in_one_part():
