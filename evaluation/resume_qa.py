@@ -300,13 +300,18 @@ def answers_of(exchange: Path, oid: str) -> dict[str, str] | None:
 
 
 def grading_tasks(
-    exchange: Path, graded: dict[str, Any], again: Sequence[str] = (), regrade: bool = False
+    exchange: Path,
+    graded: dict[str, Any],
+    again: Sequence[str] = (),
+    regrade: bool = False,
+    only: Sequence[str] | None = None,
 ) -> list[Path]:
     """One grading task per point for the answers not graded yet (and those of the strategies ``again``, graded
     anew beside them: a paired comparison by one grader): ``grade/<point>-<digest>/GRADING.md`` with the questions,
     references, key facts and the answers under shuffled letters; the letters' owners go to ``grade_key.json``,
     which the grader never sees. A later round's grade of an answer replaces an earlier one. ``regrade``: a round of
-    the strategies ``again`` alone, even with nothing new (a second grader's opinion of the same answers)."""
+    the strategies ``again`` alone, even with nothing new (a second grader's opinion of the same answers). ``only``:
+    these points alone (the others wait, e.g. for a reading still to come)."""
     key, out = _key(exchange), []
     gkey_path = exchange / "grade_key.json"
     gkey = json.loads(gkey_path.read_text("utf-8")) if gkey_path.exists() else {}
@@ -316,6 +321,7 @@ def grading_tasks(
         if answers_of(exchange, oid) is not None and oid not in graded:
             new.setdefault(info["point"], []).append(oid)
     points = set(new) | ({v["point"] for v in key.values()} if regrade else set())
+    points = points if only is None else points & set(only)
     by_point = {
         point: new.get(point, [])
         + [
@@ -551,7 +557,9 @@ def cmd_resume_qa(args: argparse.Namespace) -> int:
         _note(f"{len(ids)} contexts of {args.strategies} out again as {args.ours_as}: {', '.join(ids)}")
     elif args.action == "grade":
         graded = collect_grades(exchange)
-        tasks = grading_tasks(exchange, graded, [s for s in (args.again or "").split(",") if s], args.regrade)
+        again = [s for s in (args.again or "").split(",") if s]
+        only = [p["id"] for p in points] if args.points else None
+        tasks = grading_tasks(exchange, graded, again, args.regrade, only)
         _note(f"{len(tasks)} grading tasks: {', '.join(t.name for t in tasks) or 'none'}")
         if args.reader_url:
             grade_with(exchange, args.reader_url, args.model, tasks)
@@ -574,7 +582,10 @@ def add_resume_qa_parser(sub: Any) -> None:
         "graded yet (with --reader-url, grade them too); report: the table",
     )
     p.add_argument("--exchange", default=str(EXCHANGE), help=f"the exchange folder (default {EXCHANGE})")
-    p.add_argument("--points", help="comma-separated point ids (default: all of eval/resume_qa/runs.json)")
+    p.add_argument(
+        "--points",
+        help="comma-separated point ids (default: all of eval/resume_qa/runs.json); grade: tasks for these alone",
+    )
     p.add_argument("--strategies", default=",".join(STRATEGIES), help="export: which contexts")
     p.add_argument("--ours-as", default="ours", help="export: the name of the hook's context (a changed summary)")
     p.add_argument(

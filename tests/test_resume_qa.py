@@ -60,6 +60,14 @@ def test_grading_is_blind_and_grades_come_back_to_their_strategy(tmp_path, monke
     assert R.grading_tasks(exchange, R.collect_grades(exchange)) == []  # graded answers are not asked again
 
 
+def test_grading_waits_for_the_points_not_named(tmp_path, monkeypatch):
+    exchange = _setup(tmp_path, monkeypatch)
+    assert R.grading_tasks(exchange, {}, only=["p2"]) == []  # p1's answers wait for a round that names it
+    assert not (exchange / "grade").exists() or not any((exchange / "grade").iterdir())
+    [task] = R.grading_tasks(exchange, {}, only=["p1"])
+    assert task.name.startswith("p1-")
+
+
 def test_a_grade_outside_the_rubric_is_refused(tmp_path, monkeypatch):
     exchange = _setup(tmp_path, monkeypatch)
     [task] = R.grading_tasks(exchange, {})
