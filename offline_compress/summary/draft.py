@@ -52,12 +52,16 @@ class Draft(_Strict):
     task_state: DraftTaskState
 
 
-def draft_json_schema() -> dict[str, Any]:
-    """The grammar given to llguidance: strict keys, no flexible whitespace (the small model otherwise emits
-    whitespace until max_tokens), all fields required so the key order is fixed."""
-    schema = Draft.model_json_schema()
+def grammar_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema as llguidance gets it: strict keys, no flexible whitespace (a model may otherwise emit
+    whitespace until max_tokens), all fields required so the key order is fixed. A server gets the same."""
+    schema = model.model_json_schema()
     schema["x-guidance"] = {"whitespace_flexible": False}
     return schema
+
+
+def draft_json_schema() -> dict[str, Any]:
+    return grammar_schema(Draft)
 
 
 def _largest(schema: dict[str, Any], defs: dict[str, Any]) -> Any:

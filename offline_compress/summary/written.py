@@ -23,6 +23,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from . import schema as S
+from .draft import grammar_schema
 from .ground import join_sentences, written_split
 
 MAX_DECISIONS = 12
@@ -69,11 +70,9 @@ class WrittenState(_Strict):
 
 
 def written_json_schema() -> dict[str, Any]:
-    """The schema a server gets as ``json_schema`` and Outlines compiles in process: strict keys, every field
-    required, every string and list bounded; no flexible whitespace in process (a model may otherwise pad)."""
-    schema = WrittenState.model_json_schema()
-    schema["x-guidance"] = {"whitespace_flexible": False}
-    return schema
+    """The schema a server gets as ``json_schema`` and Outlines compiles in process: every string and list
+    bounded (``draft.grammar_schema``)."""
+    return grammar_schema(WrittenState)
 
 
 class Unsupported(_Strict):
@@ -89,9 +88,7 @@ class StateCheck(_Strict):
 
 
 def check_json_schema() -> dict[str, Any]:
-    schema = StateCheck.model_json_schema()
-    schema["x-guidance"] = {"whitespace_flexible": False}
-    return schema
+    return grammar_schema(StateCheck)
 
 
 def _rebuilt(state: WrittenState, keep: Callable[[str, str], bool]) -> WrittenState:
