@@ -78,11 +78,6 @@ def install_dir() -> Path:
     return model_dirs()[0]
 
 
-def model_dir() -> Path:
-    """The folder models are installed to (``install_dir``); kept for callers that want one folder."""
-    return install_dir()
-
-
 def _read_manifest(path: Path) -> tuple[str | None, list[ModelEntry]]:
     if not path.exists():
         return None, []

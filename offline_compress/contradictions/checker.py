@@ -103,10 +103,6 @@ class _Checker:
     def _restored(self, key: str) -> None:
         self.pending.pop(key, None)
 
-    def _after(self, keys: Iterable[str], step: int, evidence: str) -> None:
-        for k in keys:
-            self._changed(k, step, evidence)
-
     def apply(self, action: _Action) -> None:
         step = action.step
         diff_seen = False

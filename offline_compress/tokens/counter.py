@@ -257,10 +257,6 @@ class TokenCounter:
         only its new messages (``RunningTotal``)."""
         return self._running.total(messages)
 
-    def count_message(self, message: MessageLike) -> int:
-        """Tokens of one message rendered as a history of its own (no BOS)."""
-        return sum(self.message_counts([message]))
-
     def clear_cache(self) -> None:
         with self._lock:
             self._cache.clear()
