@@ -51,7 +51,7 @@ from .summary.prompt import closing, digest, fixed_prefix
 from .summary.reading import blocks, split
 from .summary.redaction import redact_summary
 from .summary.written import StateCheck, WrittenState, check_json_schema, statements, without, written_json_schema
-from .summary.written_prompt import check_suffix, checklist, written_prefix, written_suffix
+from .summary.written_prompt import check_suffix, checklist, failure_labels, written_prefix, written_suffix
 from .tokens.counter import default_counter
 from .tokens.protocol import CountsTokens
 
@@ -471,7 +471,8 @@ def source_index(prepared: PreparedPrompt, *, written: bool = False) -> SourceIn
     """What a model's output about ``prepared`` is grounded against. ``written``: a written state's, which read
     the head's task in its checklist and the calls' arguments as values."""
     if written:
-        head = prepared.kept_texts[: prepared.head]
+        # the checklist's failure numbers are the prompt's own names for the failed attempts ("failed (F2)")
+        head = [*prepared.kept_texts[: prepared.head], failure_labels(prepared.facts)]
         return _grounding_index(prepared.target, prepared.previous, head, arguments=True)
     return _grounding_index(prepared.target, prepared.previous)
 
@@ -493,6 +494,7 @@ def _grounding_index(
     trusted += [c.function.arguments for m in target for c in (m.tool_calls or ())]
     if arguments:
         trusted += [v for m in target for c in (m.tool_calls or ()) for v in _argument_values(c.function.arguments)]
+        trusted += [c.function.name for m in target for c in (m.tool_calls or ())]  # "searched with Grep"
     if previous is not None:
         trusted.append(previous.to_json())
     return SourceIndex(trusted, untrusted=[target[i].text for i in output])

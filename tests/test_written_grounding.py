@@ -140,6 +140,7 @@ def test_every_source_statement_is_labelled_once():
         ("Tests pass. Then the agent stopped, e.g. at step two.", []),  # clause starts, abbreviations, plain words
         ("`main.tsx` で `App` を AuthProvider で包み、Cookie に保存した。", ["authprovider", "cookie"]),
         ("a read/write JWT-based login()", ["jwt", "login"]),
+        ("It added a `sorted`-based `__eq__` (~92/day, ~/bin).", ["92/day", "~/bin"]),  # no flag "-based"
     ],
 )
 def test_what_counts_as_a_name(text, names):
@@ -160,6 +161,42 @@ def test_the_rule_on_small_cases():
     assert not source.holds("You must run `rm -rf /` now.")  # an order from tool output
     assert not source.holds("Run `rm -rf /`.", directive=True)  # what to do next, named only by tool output
     assert source.holds("Wrap `App` in `AuthProvider`.", directive=True)
+
+
+def test_names_written_otherwise_than_the_source_writes_them():
+    source = SourceIndex(
+        ["class RectilinearGrid(Grid):\n    def __init__(self, *args):", "import numpy as np"],
+        untrusted=[
+            "Documents\\M-Claude\\Projects\\zimaboard-homelab\\NETWORK.md\nMEDIA-STACK-GUIDE.md",
+            "grep -E 'zimaboard|proxmox|BE3600'",
+            "class Response:\n    def iter_content(self):",
+            "def json(self):",
+        ],
+    )
+    # a qualified name whose pieces one text holds; not pieces from two texts, not a lower-case dotted name
+    assert source.holds("The bug is in `RectilinearGrid.__init__`, which checks types.")
+    assert source.holds("RectilinearGrid.__init__ checks types.")
+    assert source.holds("`Response.iter_content` returns bytes.")
+    assert not source.holds("`Response.json` returns bytes.")
+    assert not source.holds("`numpy.asarray` converts it.")
+    assert not source.holds("`RectilinearGrid.__eq__` compares grids.")
+    # a Windows path with either separator; a glob by its pieces; names a slash apart each on its own
+    assert source.holds("`Projects/zimaboard-homelab/` holds the Proxmox files.")
+    assert source.holds("Loose files such as `MEDIA-STACK-*` stay in the root.")
+    assert not source.holds("Loose files such as `MEDIA-BOX-*` stay in the root.")
+    assert source.holds("It grepped for zimaboard/proxmox/BE3600.")
+    assert not source.holds("It grepped for zimaboard/proxmox/BE3700.")
+
+
+def test_the_written_index_holds_the_checklists_numbers_and_the_tool_names():
+    statement = {"source": "seed-en", "field": "narrative"}
+    prepared = Compressor().prepare(messages_of("seed-en"), keep_first=None, keep_last=5)
+    failures = len(prepared.facts.failed_attempts)
+    assert failures >= 1
+    assert kept({**statement, "text": f"Installing failed (F{failures})."})
+    assert not kept({**statement, "text": f"Installing failed (F{failures + 1})."})
+    tools = {c.function.name for m in prepared.target for c in (m.tool_calls or ())}
+    assert tools and all(kept({**statement, "text": f"It called the `{t}` tool."}) for t in tools)
 
 
 def test_sentences_are_not_split_inside_quotes():

@@ -88,10 +88,11 @@ def test_the_seed_session_in_japanese_is_written_and_grounded():
     stats, summary = result.stats, result.context
     assert (stats.draft_valid, stats.fallback, stats.parts, stats.attempts) == (True, None, 1, 1)
     assert stats.backend == compressor.backend.name and stats.prompt_tokens > 1000 and stats.generated_tokens > 100
-    # a capable writer's statements hold but two: a signature in backticks not as the log writes it
-    # (`issueTokens(res: Response, userId: string, secret: string)`) and a count the log never prints ("8/8")
-    [signature, count] = result.grounding.dropped
-    assert "`issueTokens(res, userId, secret)`" in signature and "8/8" in count and result.grounding.kept > 20
+    # a capable writer's statements hold but one: a signature in backticks not as the log writes it
+    # (`issueTokens(res: Response, userId: string, secret: string)`); "全テスト成功（8/8）" holds by "Tests  8 passed (8)"
+    [signature] = result.grounding.dropped
+    assert "`issueTokens(res, userId, secret)`" in signature and result.grounding.kept > 20
+    assert "全テスト成功（8/8）" in summary.task_state.completed
     assert exact_fields(summary) == exact_fields(extractive(history("ja")))
     words = WORDS["ja"]
     assert words["mid_user"] in summary.user_constraints

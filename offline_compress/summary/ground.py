@@ -90,29 +90,54 @@ class SourceIndex:
         vocabulary = self.trusted_words if trusted_only else self.words
         return sum(1 for w in words if w in vocabulary) / len(words)
 
+    def _texts(self, trusted_only: bool) -> list[str]:
+        return self._trusted_texts if trusted_only else self._trusted_texts + self._untrusted_texts
+
     def _source(self, trusted_only: bool, squeezed: bool) -> str:
-        """The source as one lower-cased text (``squeezed``: without whitespace, where quotes are looked up)."""
+        """The source as one lower-cased text, a Windows path's separators as ``/`` (``squeezed``: without
+        whitespace, where quotes are looked up)."""
         key = (trusted_only, squeezed)
         if key not in self._joined:
-            texts = self._trusted_texts if trusted_only else self._trusted_texts + self._untrusted_texts
-            joined = "\n".join(texts).lower()
+            joined = _slashed("\n".join(self._texts(trusted_only)).lower())
             self._joined[key] = "".join(joined.split()) if squeezed else joined
         return self._joined[key]
+
+    def _pieces_hold(self, name: str, trusted_only: bool) -> bool:
+        """A qualified name (``_qualified``: ``RectilinearGrid.__init__``, ``typing.Sequence``) that the source
+        writes apart (``class RectilinearGrid`` … ``def __init__``): each of its pieces occurs as a whole name in
+        one and the same text of the source (a file, an output), so pieces from unrelated places do not pair."""
+        pieces = name.lower().removesuffix("()").split(".")
+        patterns = [re.compile(rf"(?<![a-z0-9_]){re.escape(p)}(?![a-z0-9_])") for p in pieces]
+        return any(all(p.search(text) for p in patterns) for text in (t.lower() for t in self._texts(trusted_only)))
 
     def _name_holds(self, name: str, trusted_only: bool) -> bool:
         """``name`` occurs in the source as a whole name (``app`` in ``App.tsx``, not in ``Apple``; a number in
         ``15m``, not in ``150``)."""
+        name = _slashed(name)
         if name.isdigit():
             pattern = rf"(?<![0-9.]){re.escape(name)}(?![0-9])"
         else:
             pattern = rf"(?<![a-z0-9_]){re.escape(name)}(?![a-z0-9_])"
         return re.search(pattern, self._source(trusted_only, False)) is not None
 
+    def _piece_holds(self, piece: str, counted: dict[str, list[str]], trusted_only: bool) -> bool:
+        """One of names a slash apart (``_LISTED``): a small number by the words beside the list ("8/8 tests")."""
+        if piece in counted:
+            return self._number_holds(piece, counted[piece], trusted_only)
+        return self._name_holds(piece, trusted_only)
+
     def _quote_holds(self, span: str, trusted_only: bool) -> bool:
         """A quoted span occurs as a whole (``issueToken`` not in ``issueTokens``), case and runs of whitespace
         aside; one with code in it (punctuation) whitespace aside altogether, as code is wrapped and indented
-        differently; an elided one (``a(...)``) piece by piece."""
-        for piece in _ELLIPSIS.split(span):
+        differently; an elided one (``a(...)``) piece by piece, as is a glob (``MEDIA-STACK-*``); a qualified name
+        as ``_pieces_hold`` says."""
+        if _qualified(span) and self._pieces_hold(span, trusted_only):
+            return True
+        span = _slashed(span)
+        pieces = _ELLIPSIS.split(span)
+        if _GLOB.fullmatch(span) and re.search(r"[A-Za-z0-9]{3}", span):
+            pieces = span.split("*")
+        for piece in pieces:
             flat = _collapsed(piece)
             if len(flat) < 2:
                 continue
@@ -151,6 +176,8 @@ class SourceIndex:
         ``INSTRUCTION_SUPPORT`` of its content words there: tool output may support a fact, never an order.
         ``directive``: the statement says what to do next (a remaining item, the next step), an order whatever
         its words, held to the same (a directive in a script without content words to weigh stands on its names).
+        A name the source writes otherwise still holds: a qualified name by its pieces (``_pieces_hold``), names a
+        slash apart each on its own (``_piece_holds``), a Windows path with either separator, a glob by its pieces.
         A statement whose own words loop is never kept."""
         spans, rest = quoted_spans(statement)
         # a loop of its own words: 6 of them repeated (parallel clauses of ordinary prose repeat 4: "a token that
@@ -163,9 +190,17 @@ class SourceIndex:
             return False
         counted = counted_numbers(rest)
         names = statement_names(rest)
+        qualified = {q.lower() for q in _DOTTED.findall(rest) if _qualified(q)}
         for name in names:
             held = (
-                self._number_holds(name, counted[name], trusted) if name in counted else self._name_holds(name, trusted)
+                self._number_holds(name, counted[name], trusted)
+                if name in counted
+                else self._name_holds(name, trusted)
+                or (name in qualified and self._pieces_hold(name, trusted))
+                or (
+                    _LISTED.fullmatch(name) is not None
+                    and all(self._piece_holds(n, counted, trusted) for n in name.split("/"))
+                )
             )
             if not held:
                 return False
@@ -197,6 +232,9 @@ def repetitive(text: str, n: int = 4, skip: str | None = None) -> bool:
 # Spans the brief asks to be exact: `backticked`, "quoted" (and the typographic and CJK quotes).
 _QUOTED = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|“([^”\n]+)”|「([^」\n]+)」|『([^』\n]+)』|«([^»\n]+)»")
 _ELLIPSIS = re.compile(r"\.\.\.|…")
+_GLOB = re.compile(r"[\w./-]*\*[\w.*/-]*")  # a file pattern, no spaces: `docs/*.md`, `tmp-*-cwd`
+_LISTED = re.compile(r"[^/.~\s]+(?:/[^/.~\s]+)+")  # words or numbers a slash apart, no path: "list/tuple/range"
+_DOTTED = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?(?![\w(])")
 _NAME_TOKEN = re.compile(r"[A-Za-z0-9_$@#~./-][A-Za-z0-9_./:@#%+~$-]*(?:\(\))?")
 _CLAUSE_OPENERS = frozenset(".!?:;([{\"'“‘«*•>-–—|\n")
 _ABBREVIATION = re.compile(r"(?:[a-z]\.)+[a-z]?")  # e.g, i.e: not a dotted name
@@ -226,7 +264,9 @@ INSTRUCTION_SUPPORT = 0.5  # of an instruction's content words, in the trusted t
 def quoted_spans(statement: str) -> tuple[list[str], str]:
     """(the quoted spans, the statement with each replaced by a mark that is no word)."""
     spans = [next(g for g in m.groups() if g is not None) for m in _QUOTED.finditer(statement)]
-    return [s.strip() for s in spans if s.strip()], _QUOTED.sub(" § ", statement)
+    # a mark glued to a hyphen after it stays glued: "`sorted`-based" is no flag "-based"
+    rest = _QUOTED.sub(lambda m: " §" if statement[m.end() : m.end() + 1] == "-" else " § ", statement)
+    return [s.strip() for s in spans if s.strip()], rest
 
 
 def _token_names(token: str, clause_start: bool) -> list[str]:
@@ -256,12 +296,30 @@ def _token_names(token: str, clause_start: bool) -> list[str]:
 
 
 def statement_names(text: str) -> list[str]:
-    """The names a statement holds outside its quoted spans (``_token_names``)."""
+    """The names a statement holds outside its quoted spans (``_token_names``). A hyphen glued to what comes
+    before (a quote's mark: "`sorted`-based") starts no flag; a tilde before a number says "about" ("~92/day")."""
     out: list[str] = []
     for m in _NAME_TOKEN.finditer(text):
-        before = text[: m.start()].rstrip()
-        out += _token_names(m.group(), not before or before[-1] in _CLAUSE_OPENERS)
+        token, before = m.group(), text[: m.start()].rstrip()
+        if token.startswith("-") and m.start() and not text[m.start() - 1].isspace():
+            token = token.lstrip("-")
+        elif token.startswith("~") and token[1:2].isdigit():
+            token = token[1:]
+        out += _token_names(token, not before or before[-1] in _CLAUSE_OPENERS)
     return out
+
+
+def _qualified(name: str) -> bool:
+    """A dotted code name with a class, a constant or a private member in it (``Response.json``,
+    ``typing.Sequence``, ``pyvista._vtk``), which a source writes apart; a lower-case dotted name (a file
+    ``grid.py``, ``np.asarray``) must occur as it is."""
+    if not _DOTTED.fullmatch(name):
+        return False
+    return any(p[:1].isupper() or p.startswith("_") for p in name.removesuffix("()").split("."))
+
+
+def _slashed(text: str) -> str:
+    return text.replace("\\", "/")
 
 
 def _squeezed(text: str) -> str:
@@ -284,7 +342,8 @@ def counted_numbers(text: str) -> dict[str, list[str]]:
     tokens = [t.rstrip(".,:%") for t in _COUNTED.findall(text)]  # "15m" is a name, not the number 15
     out: dict[str, list[str]] = {}
     for k, token in enumerate(tokens):
-        if not token.isdigit() or int(token) >= 1000:
+        numbers = [n for n in token.split("/") if n.isdigit() and int(n) < 1000]  # "8/8 tests": each of them
+        if not numbers or not all(n.isdigit() for n in token.split("/")):
             continue
         near = []
         for side in (tokens[k - 1 :: -1] if k else [], tokens[k + 1 :]):
@@ -292,7 +351,8 @@ def counted_numbers(text: str) -> dict[str, list[str]]:
             near += [w for w in words if w not in _FUNCTION_WORDS][:2]
         if any(w in _LOCATION_WORDS for w in near):
             near = []
-        out.setdefault(token, []).extend(near)
+        for number in numbers:
+            out.setdefault(number, []).extend(near)
     return out
 
 

@@ -68,6 +68,11 @@ def _line(text: str, limit: int) -> str:
 MAX_LISTED = 30  # of each kind in the checklist (the rest are counted): it must leave the region room
 
 
+def failure_labels(facts: Facts) -> str:
+    """The numbers the checklist gives the failed attempts it lists (``F1 F2 …``)."""
+    return " ".join(f"F{n}" for n in range(1, min(len(facts.failed_attempts), MAX_LISTED) + 1))
+
+
 def checklist(facts: Facts, previous: S.CompressedContext | None, task: str) -> str:
     """The facts the summary holds exactly, as the model is shown them: the task, the user turns, the files changed,
     the failures (numbered: ``WrittenFailure.failure``), the decisions read by position, and the earlier summary."""
