@@ -82,6 +82,7 @@ class SourceIndex:
         self.trusted_words = _vocabulary(self._trusted_texts)
         self.words = self.trusted_words | _vocabulary(self._untrusted_texts)
         self._joined: dict[tuple[bool, bool], str] = {}  # the source as one text, built on first use (``holds``)
+        self._lowered: dict[bool, list[str]] = {}  # its texts lower-cased, on first use (``_pieces_hold``)
 
     def support(self, claim: str, *, trusted_only: bool = False) -> float:
         words = content_words(claim)
@@ -108,7 +109,9 @@ class SourceIndex:
         one and the same text of the source (a file, an output), so pieces from unrelated places do not pair."""
         pieces = name.lower().removesuffix("()").split(".")
         patterns = [re.compile(rf"(?<![a-z0-9_]){re.escape(p)}(?![a-z0-9_])") for p in pieces]
-        return any(all(p.search(text) for p in patterns) for text in (t.lower() for t in self._texts(trusted_only)))
+        if trusted_only not in self._lowered:
+            self._lowered[trusted_only] = [t.lower() for t in self._texts(trusted_only)]
+        return any(all(p.search(text) for p in patterns) for text in self._lowered[trusted_only])
 
     def _name_holds(self, name: str, trusted_only: bool) -> bool:
         """``name`` occurs in the source as a whole name (``app`` in ``App.tsx``, not in ``Apple``; a number in
@@ -121,7 +124,7 @@ class SourceIndex:
         return re.search(pattern, self._source(trusted_only, False)) is not None
 
     def _piece_holds(self, piece: str, counted: dict[str, list[str]], trusted_only: bool) -> bool:
-        """One of names a slash apart (``_LISTED``): a small number by the words beside the list ("8/8 tests")."""
+        """A name, or a small number by the words beside it ("8 tests", and in a list a slash apart: "8/8 tests")."""
         if piece in counted:
             return self._number_holds(piece, counted[piece], trusted_only)
         return self._name_holds(piece, trusted_only)
@@ -131,8 +134,6 @@ class SourceIndex:
         aside; one with code in it (punctuation) whitespace aside altogether, as code is wrapped and indented
         differently; an elided one (``a(...)``) piece by piece, as is a glob (``MEDIA-STACK-*``); a qualified name
         as ``_pieces_hold`` says."""
-        if _qualified(span) and self._pieces_hold(span, trusted_only):
-            return True
         span = _slashed(span)
         pieces = _ELLIPSIS.split(span)
         if _GLOB.fullmatch(span) and re.search(r"[A-Za-z0-9]{3}", span):
@@ -145,7 +146,7 @@ class SourceIndex:
                 continue
             code = any(not (ch.isalnum() or ch.isspace()) for ch in flat)
             if not (code and self._whole(_squeezed(piece), self._source(trusted_only, True))):
-                return False
+                return _qualified(span) and self._pieces_hold(span, trusted_only)
         return True
 
     @staticmethod
@@ -193,9 +194,7 @@ class SourceIndex:
         qualified = {q.lower() for q in _DOTTED.findall(rest) if _qualified(q)}
         for name in names:
             held = (
-                self._number_holds(name, counted[name], trusted)
-                if name in counted
-                else self._name_holds(name, trusted)
+                self._piece_holds(name, counted, trusted)
                 or (name in qualified and self._pieces_hold(name, trusted))
                 or (
                     _LISTED.fullmatch(name) is not None
@@ -342,8 +341,9 @@ def counted_numbers(text: str) -> dict[str, list[str]]:
     tokens = [t.rstrip(".,:%") for t in _COUNTED.findall(text)]  # "15m" is a name, not the number 15
     out: dict[str, list[str]] = {}
     for k, token in enumerate(tokens):
-        numbers = [n for n in token.split("/") if n.isdigit() and int(n) < 1000]  # "8/8 tests": each of them
-        if not numbers or not all(n.isdigit() for n in token.split("/")):
+        parts = token.split("/")  # "8/8 tests": each of them
+        numbers = [n for n in parts if n.isdigit() and int(n) < 1000]
+        if not numbers or not all(n.isdigit() for n in parts):
             continue
         near = []
         for side in (tokens[k - 1 :: -1] if k else [], tokens[k + 1 :]):
