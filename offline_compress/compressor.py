@@ -439,13 +439,13 @@ class Compressor:
     ) -> CompressionResult:
         """Ground the draft and merge it with the facts, the work log and the previous summary (``refuted``: what
         the model's own check dropped, reported beside what grounding drops)."""
-        target, previous, facts = prepared.target, prepared.previous, prepared.facts
+        previous, facts = prepared.previous, prepared.facts
         # nothing to ground without a draft
         index = (
             SourceIndex([]) if draft is NO_DRAFT else source_index(prepared, written=isinstance(draft, WrittenState))
         )
         report = GroundingReport(checked=len(refuted), dropped=list(refuted))
-        sources = Sources(facts, target, index, previous, prepared.kept_texts)
+        sources = Sources(facts, index, previous, prepared.kept_texts)
         context, carried = merge_carried(sources, draft, report, stats, budget)
         context = redact_summary(context)  # one last pass over every string, tool names and paths included
         # the carried document is never shown: what of it a later summary holds gets that summary's last pass

@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from gemma3_reference import render_official_gemma3
 
 from offline_compress.cli import main
-from offline_compress.tokens.chat_template import render_official_gemma3
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MINI = FIXTURES / "mini-swe-agent" / "django__django-11163.traj.json"

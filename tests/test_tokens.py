@@ -9,18 +9,12 @@ from typing import Any
 
 import pytest
 from conftest import fixture_files, history_of
+from gemma3_reference import GEMMA3_CHAT_TEMPLATE, render_official_gemma3
 
 from offline_compress.errors import InputError, TokenizerError
 from offline_compress.history.messages import as_messages
 from offline_compress.model_files import tokenizer_path_for
-from offline_compress.tokens.chat_template import (
-    GEMMA3_CHAT_TEMPLATE,
-    Gemma3Template,
-    HFChatTemplate,
-    render,
-    render_official_gemma3,
-    resolve_template,
-)
+from offline_compress.tokens.chat_template import Gemma3Template, HFChatTemplate, render, resolve_template
 from offline_compress.tokens.counter import TokenCounter, count_tokens
 
 GEMMA = Gemma3Template()

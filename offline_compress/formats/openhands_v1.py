@@ -50,22 +50,6 @@ ERROR_HEADER = "[An error occurred during execution.]\n"
 TERMINAL_OBSERVATIONS = frozenset({"TerminalObservation", "ExecuteBashObservation"})
 OBSERVATIONS = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
 CONVERTIBLE = frozenset({"SystemPromptEvent", "MessageEvent", "ActionEvent", *OBSERVATIONS})
-KNOWN = CONVERTIBLE | {
-    "Condensation",
-    "CondensationRequest",
-    "CondensationSummaryEvent",
-    "ConversationStateUpdateEvent",
-    "ConversationErrorEvent",
-    "PauseEvent",
-    "InterruptEvent",
-    "TokenEvent",
-    "StreamingDeltaEvent",
-    "LLMCompletionLogEvent",
-    "HookExecutionEvent",
-    "SecurityAnalysisEvent",
-    "ACPToolCallEvent",
-}
-
 PROBE_LINES = 50
 Event = tuple[int, Mapping[str, Any]]  # (line number, event object)
 

@@ -46,7 +46,7 @@ NARRATIVE_MAX_CHARS = 200
 
 class Draft(_Strict):
     recent_narrative: Annotated[
-        str, StringConstraints(max_length=NARRATIVE_MAX_CHARS, pattern=r"^The agent [ !#-\[\]-~]*$")
+        str, StringConstraints(max_length=NARRATIVE_MAX_CHARS, pattern=rf"^{NARRATIVE_START}[ !#-\[\]-~]*$")
     ]
     decisions: Annotated[list[DraftDecision], Field(max_length=1)]
     task_state: DraftTaskState

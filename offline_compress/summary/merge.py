@@ -36,7 +36,6 @@ from ..extract.calls import todo_line
 from ..extract.constraints import MAX_TURN_CHARS, turn_sentences
 from ..extract.facts import Facts
 from ..extract.steps import WorkStep
-from ..history.messages import Message
 from ..secrets.redact import redact
 from ..tokens.protocol import CountsTokens
 from . import schema as S
@@ -151,12 +150,11 @@ def _material(step: WorkStep) -> Material:
 
 @dataclass(frozen=True)
 class Sources:
-    """What a summary is assembled from: the exact facts of the messages it replaces (``compressed``), the index
-    its model items are grounded against, the previous summary it adds to, and the texts of the messages kept
-    verbatim around it (what they name is not paid for twice)."""
+    """What a summary is assembled from: the exact facts of the messages it replaces, the index its model items
+    are grounded against, the previous summary it adds to, and the texts of the messages kept verbatim around it
+    (what they name is not paid for twice)."""
 
     facts: Facts
-    compressed: Sequence[Message]
     index: SourceIndex
     previous: S.CompressedContext | None = None
     kept_texts: Sequence[str] = ()

@@ -94,8 +94,6 @@ class TokenCounter:
         self._cache: OrderedDict[Hashable, tuple[int, int]] = OrderedDict()  # key -> (count, chars held)
         self._chars = 0
         self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
         self.encoded = 0  # texts actually sent to the tokenizer
         self._running = self.running()  # ``count``'s own
         self.piece_chars = PIECE_CHARS
@@ -132,7 +130,6 @@ class TokenCounter:
     # -- cache -------------------------------------------------------------------------------------------
 
     def _store(self, key: Hashable, count: int, chars: int) -> None:
-        self.misses += 1
         if key in self._cache or not self.cache_size or chars > self.cache_chars:
             return
         self._cache[key] = (count, chars)
@@ -182,7 +179,7 @@ class TokenCounter:
         """Counts for items ``i`` with cache key ``keys[i]``; misses are rendered and encoded in one batch."""
         counts: list[int] = [0] * len(keys)
         todo: dict[Hashable, list[int]] = {}
-        cache, hits = self._cache, 0
+        cache = self._cache
         with self._lock:
             for i, key in enumerate(keys):
                 if key is _EMPTY:
@@ -193,8 +190,6 @@ class TokenCounter:
                 else:
                     cache.move_to_end(key)
                     counts[i] = entry[0]
-                    hits += 1
-            self.hits += hits
         if not todo:
             return counts
         texts = [render(idx[0]) for idx in todo.values()]
@@ -262,7 +257,7 @@ class TokenCounter:
             self._cache.clear()
             self._running = self.running()
             self._chars = 0
-            self.hits = self.misses = self.encoded = 0
+            self.encoded = 0
 
     @property
     def cache_len(self) -> int:
