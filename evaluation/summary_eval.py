@@ -78,7 +78,7 @@ injected constraints
     ``expect_constraints`` that are substrings of some constraint.
 token reduction
     ``1 - tokens([summary_message(context)]) / tokens(part)``, both counted with the project's exact counter
-    (``tokens.get_counter()``, BOS included on both sides); also the whole history before and after.
+    (``tokens.counter.get_counter()``, BOS included on both sides); also the whole history before and after.
 time
     ``stats.total_seconds``, ``stats.prompt_seconds`` (prompt evaluation) and generation
     (``model_seconds - prompt_seconds``).

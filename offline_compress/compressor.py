@@ -468,33 +468,22 @@ class Compressor:
 
 
 def source_index(prepared: PreparedPrompt, *, written: bool = False) -> SourceIndex:
-    """What a model's output about ``prepared`` is grounded against. ``written``: a written state's, which read
-    the head's task in its checklist and the calls' arguments as values."""
-    if written:
-        # the checklist's failure numbers are the prompt's own names for the failed attempts ("failed (F2)")
-        head = [*prepared.kept_texts[: prepared.head], failure_labels(prepared.facts)]
-        return _grounding_index(prepared.target, prepared.previous, head, arguments=True)
-    return _grounding_index(prepared.target, prepared.previous)
-
-
-def _grounding_index(
-    target: list[Message],
-    previous: S.CompressedContext | None,
-    head: Sequence[str] = (),
-    *,
-    arguments: bool = False,
-) -> SourceIndex:
-    """What the model's draft is checked against. Tool output may support what the model says, but never an
-    instruction it gives (prompt injection). ``head``: the texts kept verbatim before the summary (the system
-    prompt and the task, trusted); ``arguments``: the calls' argument values too, decoded (a written file as the
-    model read it, not as a JSON string)."""
+    """What a model's output about ``prepared`` is grounded against. Tool output may support what the model says,
+    but never an instruction it gives (prompt injection). ``written``: a written state's, which also read the head's
+    texts (kept verbatim before the summary: the system prompt and the task, trusted), the checklist's failure
+    numbers, the calls' argument values decoded (a written file as the model read it, not as a JSON string) and
+    the calls' tool names."""
+    target, previous = prepared.target, prepared.previous
     output = [i for i in range(len(target)) if is_tool_output(target, i)]
     outputs = set(output)
+    calls = [c for m in target for c in (m.tool_calls or ())]
+    # the checklist's failure numbers are the prompt's own names for the failed attempts ("failed (F2)")
+    head = [*prepared.kept_texts[: prepared.head], failure_labels(prepared.facts)] if written else []
     trusted = [*head, *(m.text for i, m in enumerate(target) if i not in outputs)]
-    trusted += [c.function.arguments for m in target for c in (m.tool_calls or ())]
-    if arguments:
-        trusted += [v for m in target for c in (m.tool_calls or ()) for v in _argument_values(c.function.arguments)]
-        trusted += [c.function.name for m in target for c in (m.tool_calls or ())]  # "searched with Grep"
+    trusted += [c.function.arguments for c in calls]
+    if written:
+        trusted += [v for c in calls for v in _argument_values(c.function.arguments)]
+        trusted += [c.function.name for c in calls]  # "searched with Grep"
     if previous is not None:
         trusted.append(previous.to_json())
     return SourceIndex(trusted, untrusted=[target[i].text for i in output])

@@ -16,6 +16,7 @@ the JSONL file is imported into it once (``import_jsonl``) and never written aga
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -296,8 +297,18 @@ class Archive:
                     f"{self.path}: archive schema version {version}; this version reads {SCHEMA_VERSION}"
                 )
 
-    def _transaction(self) -> _Transaction:
-        return _Transaction(self._conn)
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """``BEGIN IMMEDIATE`` (the write lock up front, waiting up to the busy timeout) ... ``COMMIT``, or
+        ``ROLLBACK`` on any exception."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:
@@ -538,23 +549,6 @@ class Archive:
             yield json.dumps(
                 {"compaction": record.compaction, "summary": json.loads(record.summary)}, ensure_ascii=False
             )
-
-
-class _Transaction:
-    """``BEGIN IMMEDIATE`` (the write lock up front, waiting up to the busy timeout) ... ``COMMIT``, or
-    ``ROLLBACK`` on any exception."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def __enter__(self) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: Any, *exc: Any) -> None:
-        if kind is None:
-            self.conn.execute("COMMIT")
-        elif self.conn.in_transaction:
-            self.conn.execute("ROLLBACK")
 
 
 def _jsonl_groups(data: bytes, source: str) -> Iterator[tuple[list[tuple[int, Any]], str]]:

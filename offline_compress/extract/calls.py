@@ -67,7 +67,6 @@ _PATTERN_KEYS = (
     "code_snippet",
     "file_name",  # SWE-agent's find_file
 )
-_WHERE_KEYS = ("path", "dir", "directory", "file_pattern", "glob", "include")
 _COMMAND_KEYS = ("command", "cmd", "script")
 _CONTENT_KEYS = ("content", "file_text", "text", "new_code", "code")
 MAX_GENERIC_VALUES = 6
@@ -90,21 +89,6 @@ class Call:
     items: tuple[str, ...] = ()  # a to-do list's items ("[completed] write the test"), a sub-agent's prompt
     values: tuple[tuple[str, str], ...] = ()  # the salient arguments of a tool of no known vocabulary
     sub: str = ""  # an editor's sub-command (view, create, str_replace, insert, undo_edit)
-
-    @property
-    def target(self) -> str:
-        """What it acted on, one line: the path(s), the pattern and where, the command, else the first value."""
-        if self.kind == "search" and self.pattern:
-            return self.pattern + (f" in {self.where}" if self.where else "")
-        if self.paths:
-            return ", ".join(self.paths)
-        if self.command:
-            return " ".join(self.command.split())
-        return next((v for _, v in self.values if "\n" not in v), "")
-
-    def head(self) -> str:
-        """The first line of ``lines()``: what was done, in a few words."""
-        return self.lines()[0]
 
     def lines(self) -> list[str]:
         """The call as the work log shows it (see the module docstring)."""
@@ -183,16 +167,6 @@ def _name(name: str) -> str:
     return low.replace("__", ".").rsplit(".", 1)[-1]
 
 
-def _str(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool) or value is None:
-        return json.dumps(value)
-    if isinstance(value, (int, float)):
-        return str(value)
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-
-
 def first_string(args: Mapping[str, Any], keys: Iterable[str]) -> str:
     """The value of the first of ``keys`` that holds a non-empty string ("" if none)."""
     return next((args[k] for k in keys if isinstance(args.get(k), str) and args[k]), "")
@@ -244,7 +218,8 @@ def _readable(value: Any) -> str:
     out = []
     for key, leaf in _leaves(value):
         if not isinstance(leaf, (str, int, float)):
-            out.append(_str(leaf))  # nested too deep, or of another type: whole
+            # nested too deep, or of another type: whole
+            out.append(json.dumps(leaf, ensure_ascii=False, sort_keys=True, default=str))
         elif text := str(leaf):
             out.append(f"{key}: {text}" if key and "\n" not in text else text)
     return "\n".join(out)

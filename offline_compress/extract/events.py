@@ -21,7 +21,7 @@ from ..history.conventions import (
 from ..history.messages import Message
 from ..history.shell import parse_shell
 from .commands import ShellState, summarise_command
-from .function_calls import analyse_function_call
+from .function_calls import CallFacts, analyse_function_call
 from .outcomes import Outcome, classify_result
 
 
@@ -48,47 +48,41 @@ class ToolEvent(BaseModel):
 
 @dataclass
 class _Call:
-    """A call read from its message, waiting for its result."""
+    """A call read from its message (its facts, paths relative to the working directory), waiting for its result."""
 
     call_index: int
     call_id: str | None
-    tool: str
-    target: str
-    command: str
-    shown: str
-    reads: list[str]
-    writes: list[str]
-    read_only: bool
-    shell: bool
+    facts: CallFacts
     result: int | None = None
 
 
 def _event(call: _Call, result_index: int | None, result_text: str | None) -> ToolEvent:
+    facts = call.facts
     outcome: Outcome | None = None
     exit_code = error_line = None
     if result_text is not None:
         # an output wrapped with its exit code (older Codex) is read as the text the tool printed
         result_text, wrapped_code = unwrap_output(result_text)
         # error_line is a substring of result_text (tests/test_outcomes.py holds classify_result to it)
-        outcome, exit_code, error_line = classify_result(result_text, read_only=call.read_only, exit_code=wrapped_code)
-    writes = call.writes
-    if outcome == "error" and (not call.shell or len(parse_shell(call.command)) <= 1):
+        outcome, exit_code, error_line = classify_result(result_text, read_only=facts.read_only, exit_code=wrapped_code)
+    writes = facts.writes
+    if outcome == "error" and (not facts.shell or len(parse_shell(facts.command)) <= 1):
         if not (result_text and _EDIT_APPLIED.search(result_text[:400])):
             writes = []  # a single edit that failed changed nothing
     return ToolEvent(
         call_index=call.call_index,
         result_index=result_index,
         call_id=call.call_id,
-        tool=call.tool[:64] or "sh",
-        target=call.target,
-        command=call.command,
-        shown=call.shown if call.shown != call.command else "",
-        shell=call.shell,
-        read_only=call.read_only,
+        tool=facts.tool[:64] or "sh",
+        target=facts.target,
+        command=facts.command,
+        shown=facts.shown if facts.shown != facts.command else "",
+        shell=facts.shell,
+        read_only=facts.read_only,
         outcome=outcome,
         exit_code=exit_code,
         error_line=error_line,
-        files_read=tuple(unique(call.reads)),
+        files_read=tuple(unique(facts.reads)),
         files_changed=tuple(unique(writes)),
     )
 
@@ -133,20 +127,9 @@ def extract_tool_events(messages: Sequence[Message]) -> list[ToolEvent]:
                 shell = facts.shell or facts.command != tc.function.arguments
                 if tc.id:
                     pending[tc.id] = len(calls)
-                calls.append(
-                    _Call(
-                        i,
-                        tc.id,
-                        facts.tool,
-                        state.relative([facts.target])[0],
-                        facts.command,
-                        facts.shown,
-                        reads,
-                        writes,
-                        facts.read_only,
-                        shell,
-                    )
-                )
+                target = state.relative([facts.target])[0]
+                relative = facts._replace(target=target, reads=reads, writes=writes, shell=shell)
+                calls.append(_Call(i, tc.id, relative))
             continue
         if msg.role == "tool":
             answers = pending.pop(msg.tool_call_id, None) if msg.tool_call_id else None
@@ -171,7 +154,7 @@ def extract_tool_events(messages: Sequence[Message]) -> list[ToolEvent]:
             tool, target, reads, writes, ro = summarise_command(command, state)
             reads, writes = state.relative(reads), state.relative(writes)
             target = state.relative([target])[0]
-        call = _Call(i, None, tool, target, command, command, reads, writes, ro, True)
+        call = _Call(i, None, CallFacts(tool, target, command, reads, writes, ro, command, True))
         events.append(_event(call, i + 1 if answered else None, result_text))
         if result_text:
             _note_open_file(result_text, state)

@@ -66,7 +66,7 @@ def analyse_function_call(name: str, raw_args: str, state: ShellState) -> CallFa
             return CallFacts(tool, target, raw_args, reads, writes, ro, f"{name}: {raw_args}", True)
         if call.kind == "edit" and call.paths:  # a freeform patch (Codex apply_patch): the files it changes
             changed = [p for p in map(clean_path, call.paths) if p]
-            return CallFacts(name, shorten(call.target), raw_args, [], changed, False, shown, False)
+            return CallFacts(name, shorten(", ".join(call.paths)), raw_args, [], changed, False, shown, False)
         return CallFacts(name, shorten(raw_args), raw_args, [], [], False, shown, False)
     has_command = any(k in args for k in ("command", "cmd", "script"))
     shell_cmd: str | None = shell_command(args) if has_command else None

@@ -176,17 +176,17 @@ def _blocks(lines: list[object]) -> list[_Block]:
 def load_aider(text: str, source: str) -> list[Message]:
     """Parse an aider chat log (or website example transcript) into messages; rules in the module docstring."""
     blocks = _blocks(_chat_lines(text, source))
-    raw: list[tuple[int, dict]] = []
+    raw: list[dict] = []
     calls = 0
     for block in blocks:
         body = block.text
         if block.kind == "user":
             if body.strip() in ("", "<blank>"):
                 continue
-            raw.append((block.lineno, {"role": "user", "content": body}))
+            raw.append({"role": "user", "content": body})
         elif block.kind == "assistant":
             if body:
-                raw.append((block.lineno, {"role": "assistant", "content": body}))
+                raw.append({"role": "assistant", "content": body})
         else:
             calls += 1
             call_id = f"aider-{calls}"
@@ -196,18 +196,12 @@ def load_aider(text: str, source: str) -> list[Message]:
             else:
                 name, arguments = "aider", "{}"
             call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-            last = raw[-1][1] if raw else None
+            last = raw[-1] if raw else None
             if last is not None and last["role"] == "assistant" and "tool_calls" not in last and not block.command:
                 last["tool_calls"] = [call]
             else:
-                raw.append((block.lineno, {"role": "assistant", "content": None, "tool_calls": [call]}))
-            raw.append((block.lineno, {"role": "tool", "content": body, "tool_call_id": call_id}))
+                raw.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            raw.append({"role": "tool", "content": body, "tool_call_id": call_id})
     if not raw:
         raise InputError("an aider log with no messages in it", source=source)
-    messages = []
-    for index, (lineno, message) in enumerate(raw):
-        try:
-            messages.append(parse_message(message, index=index, source=source))
-        except InputError as err:  # pragma: no cover - every dict above is well-formed
-            raise InputError(err.problem, source=source, index=index, position=f"line {lineno}") from None
-    return messages
+    return [parse_message(message, index=index, source=source) for index, message in enumerate(raw)]

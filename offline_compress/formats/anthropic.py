@@ -53,9 +53,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
-from ..history.messages import Message, parse_message
+from ..history.messages import Message, call_dict, parse_message
 from .imported import Imported
-from .openai import parse_json
+from .openai import expect, parse_json
 
 FORMAT = "anthropic"
 
@@ -112,7 +112,7 @@ def tool_call(block: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(name, str) or not name:
         raise BlockError(f"{block['type']} {call_id} has no 'name' string", "name")
     arguments = json.dumps(block["input"], ensure_ascii=False) if "input" in block else ""
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    return call_dict(call_id, name, arguments)
 
 
 def tool_result_text(block: Mapping[str, Any]) -> str:
@@ -312,9 +312,7 @@ def messages_from_data(data: Any, source: str) -> list[Message] | Imported:
         if "messages" not in data:
             keys = ", ".join(sorted(map(str, data))[:8]) or "none"
             raise InputError(f"no 'messages' list (keys: {keys})", source=source, field="messages")
-        messages, system = data["messages"], data.get("system")
-        if not isinstance(messages, list):
-            raise InputError(f"'messages' is a {type(messages).__name__}, expected a list", source=source)
+        messages, system = expect(data["messages"], list, "a list", "messages", source), data.get("system")
         if "system" not in data and not holds_tool_blocks(messages):
             raise InputError(
                 "an object with 'messages' but no top-level 'system' and no tool_use/tool_result blocks "
@@ -361,6 +359,4 @@ def messages_from_data(data: Any, source: str) -> list[Message] | Imported:
 
 def load_anthropic(text: str, source: str) -> list[Message] | Imported:
     """Parse an Anthropic Messages request body or message list; raises ``InputError`` when it is not one."""
-    if not text.strip():
-        raise InputError("the file is empty", source=source)
     return messages_from_data(parse_json(text, source), source)

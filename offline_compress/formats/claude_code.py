@@ -59,7 +59,7 @@ from ..errors import InputError
 from ..history.messages import Message
 from .anthropic import BlockError, Thread
 from .imported import Imported
-from .openai import json_loads
+from .openai import in_line_order, json_loads
 
 FORMAT = "claude-code"
 
@@ -310,8 +310,7 @@ def messages_from_text(text: str, source: str) -> Imported:
         notes.append(f"{counts['cut calls']} tool calls read from damaged lines: id and name only, arguments unknown")
     if scan.repeats:
         notes.append(f"{scan.repeats} records repeat an earlier uuid; each uuid is read once")
-    skipped = sorted(scan.skipped + thread.skipped, key=lambda s: int(s.split(":", 1)[0].removeprefix("line ")))
-    return Imported(messages, tuple(skipped), tuple(notes))
+    return Imported(messages, in_line_order(scan.skipped + thread.skipped), tuple(notes))
 
 
 def load_claude_code(text: str, source: str) -> Imported:

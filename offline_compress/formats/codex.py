@@ -36,7 +36,7 @@ from ..errors import InputError
 from ..history.conventions import ABORTED_OUTPUT
 from ..history.messages import CALLS, ITEM_TYPES, OUTPUTS, chat_message, parse_message
 from .imported import Imported
-from .openai import read_json_line
+from .openai import in_line_order, readable_lines
 
 FORMAT = "codex"
 
@@ -51,16 +51,7 @@ def _records(text: str, source: str) -> tuple[list[tuple[int, str, Any]], list[s
     records: list[tuple[int, str, Any]] = []
     skipped: list[str] = []
     legacy: bool | None = None  # the layout, decided by the first readable line
-    # split("\n"), not splitlines(): JSON strings may hold U+2028 and other line separators as they are.
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        if lineno > PROBE_LINES and not records:
-            break  # this many lines and no rollout record: not a rollout (fail fast in ``auto``)
-        if not line.strip():
-            continue
-        obj, damaged = read_json_line(line)
-        if damaged:
-            skipped.append(f"line {lineno}: {damaged}")
-            continue
+    for lineno, obj in readable_lines(text, skipped, PROBE_LINES, lambda: records):
         if not isinstance(obj, Mapping):
             skipped.append(f"line {lineno}: a {type(obj).__name__}, not a record")
             continue
@@ -140,8 +131,7 @@ def load_codex(text: str, source: str) -> Imported:
         raise InputError("the rollout holds no message the model saw", source=source)
     notes = _notes(reading, aborted)
     messages = [parse_message(m, index=i, source=source) for i, m in enumerate(raw)]
-    skipped.sort(key=lambda why: int(why.split(":")[0].removeprefix("line ")))  # in file order
-    return Imported(messages, tuple(skipped), tuple(notes))
+    return Imported(messages, in_line_order(skipped), tuple(notes))
 
 
 def _read_record(reading: _Reading, lineno: int, kind: str, payload: Any, skipped: list[str], source: str) -> None:

@@ -27,23 +27,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputError
-from ..history.messages import Message, parse_message
+from ..history.messages import Message, call_dict, parse_message
 from .imported import Imported
-from .openai import json_loads, parse_json
+from .openai import expect, json_loads, object_list, parse_json
 
 FORMAT = "debug-gym"
 
 
 def _check_shape(data: Any, source: str) -> list[Mapping[str, Any]]:
-    if not isinstance(data, Mapping):
-        raise InputError(f"expected a JSON object with a 'log' list, got {type(data).__name__}", source=source)
-    if "log" not in data:
-        keys = ", ".join(sorted(map(str, data))[:8]) or "none"
-        raise InputError(f"no 'log' list (keys: {keys}): not a debug-gym run log", source=source, field="log")
-    log = data["log"]
-    if not isinstance(log, list) or not log:
-        what = "an empty list" if isinstance(log, list) else f"a {type(log).__name__}"
-        raise InputError(f"'log' is {what}, expected a list of steps", source=source, field="log")
+    log = object_list(data, "log", source, kind=": not a debug-gym run log", items=" of steps")
     for i, step in enumerate(log):
         if not isinstance(step, Mapping):
             raise InputError(
@@ -61,13 +53,8 @@ def _first_prompt(log: list[Mapping[str, Any]], source: str) -> tuple[int, list[
         pairs = step.get("prompt_response_pairs")
         if pairs is None:
             continue
-        if not isinstance(pairs, list):
-            raise InputError(
-                f"'prompt_response_pairs' is a {type(pairs).__name__}, expected a list",
-                source=source,
-                position=f"step {i}",
-                field="prompt_response_pairs",
-            )
+        field = "prompt_response_pairs"
+        expect(pairs, list, "a list", field, source, position=f"step {i}", field=field)
         if not pairs:
             continue
         pair = pairs[0]
@@ -145,30 +132,20 @@ def _describe(value: Any) -> str:
 
 
 def _obs(step: Mapping[str, Any], source: str, where: str) -> str | None:
-    obs = step.get("obs")
-    if obs is None or isinstance(obs, str):
-        return obs
-    raise InputError(f"'obs' is a {type(obs).__name__}, expected a string", source=source, position=where, field="obs")
+    return expect(step.get("obs"), (str, type(None)), "a string", "obs", source, position=where, field="obs")
 
 
 def _call(step: Mapping[str, Any], source: str, where: str) -> dict[str, Any]:
-    action = step["action"]
-    if not isinstance(action, Mapping):
-        raise InputError(
-            f"'action' is a {type(action).__name__}, expected an object", source=source, position=where, field="action"
-        )
+    action = expect(step["action"], Mapping, "an object", "action", source, position=where, field="action")
     name = action.get("name")
     if not isinstance(name, str) or not name:
         raise InputError("the action has no string 'name'", source=source, position=where, field="action.name")
     call_id = action.get("id")
     if call_id is None:
         call_id = f"debug-gym-step-{step['step_id']}"
-    if not isinstance(call_id, str):
-        raise InputError(
-            f"'id' is a {type(call_id).__name__}, expected a string", source=source, position=where, field="action.id"
-        )
+    expect(call_id, str, "a string", "id", source, position=where, field="action.id")
     arguments = arguments_json(action.get("arguments"), source, where)
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    return call_dict(call_id, name, arguments)
 
 
 def import_data(data: Any, source: str) -> Imported:
@@ -189,11 +166,7 @@ def import_data(data: Any, source: str) -> Imported:
             if obs in task_text:
                 notes.append(f"step {step['step_id']}: the output without an action is in the task message already")
                 continue
-            call = {
-                "id": f"debug-gym-step-{step['step_id']}",
-                "type": "function",
-                "function": {"name": "reset", "arguments": "{}"},
-            }
+            call = call_dict(f"debug-gym-step-{step['step_id']}", "reset", "{}")
         else:
             call = _call(step, source, where)
         messages.append(
@@ -214,6 +187,4 @@ def import_data(data: Any, source: str) -> Imported:
 
 def load_debug_gym(text: str, source: str) -> Imported:
     """Parse a debug-gym run log into messages; raises ``InputError`` when the text is not one."""
-    if not text.strip():
-        raise InputError("the file is empty", source=source)
     return import_data(parse_json(text, source), source)

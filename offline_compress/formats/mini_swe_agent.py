@@ -38,7 +38,7 @@ from typing import Any
 from ..errors import InputError
 from ..history.messages import Message, parse_message
 from .imported import Imported
-from .openai import parse_json
+from .openai import expect, parse_json
 
 FORMAT = "mini-swe-agent"
 
@@ -99,9 +99,7 @@ def _raw_messages(data: Any, source: str) -> list[Any]:
                 source=source,
                 field="info",
             )
-        raw = data["messages"]
-        if not isinstance(raw, list):
-            raise InputError(f"'messages' is a {type(raw).__name__}, expected a list", source=source, field="messages")
+        raw = expect(data["messages"], list, "a list", "messages", source, field="messages")
     elif isinstance(data, list):
         why = _looks_like_bare_list(data)
         if why:
@@ -133,8 +131,6 @@ def load_mini_swe_agent(text: str, source: str) -> list[Message] | Imported:
 
     Raises ``InputError`` (with line/column for malformed JSON) when the text is not this format.
     """
-    if not text.strip():
-        raise InputError("the file is empty", source=source)
     data = parse_json(text, source)
     messages = messages_from_data(data, source)
     exits = sum(1 for item in _raw_messages(data, source) if _is_exit(item))

@@ -36,7 +36,7 @@ from typing import Any
 from ..errors import InputError
 from .anthropic import ROLES, BlockError, Thread
 from .imported import Imported
-from .openai import parse_json
+from .openai import expect, object_list, parse_json
 
 FORMAT = "moatless"
 
@@ -46,15 +46,7 @@ def _node_key(value: Any) -> int | str | None:
 
 
 def _check_shape(data: Any, source: str) -> list[Mapping[str, Any]]:
-    if not isinstance(data, Mapping):
-        raise InputError(f"expected a JSON object with a 'nodes' list, got {type(data).__name__}", source=source)
-    if "nodes" not in data:
-        keys = ", ".join(sorted(map(str, data))[:8]) or "none"
-        raise InputError(f"no 'nodes' list (keys: {keys}): not a Moatless trajectory", source=source, field="nodes")
-    nodes = data["nodes"]
-    if not isinstance(nodes, list) or not nodes:
-        what = "an empty list" if isinstance(nodes, list) else f"a {type(nodes).__name__}"
-        raise InputError(f"'nodes' is {what}, expected a list of nodes", source=source, field="nodes")
+    nodes = object_list(data, "nodes", source, kind=": not a Moatless trajectory", items=" of nodes")
     if not isinstance(data.get("agent"), Mapping) and not isinstance(data.get("metadata"), Mapping):
         raise InputError(
             "a 'nodes' list without an 'agent' or 'metadata' object (not a Moatless trajectory)", source=source
@@ -92,24 +84,12 @@ def _build_action(node: Mapping[str, Any], source: str) -> Mapping[str, Any] | N
     completions = node.get("completions")
     if completions is None:
         return None
-    if not isinstance(completions, Mapping):
-        raise InputError(
-            f"'completions' is a {type(completions).__name__}, expected an object",
-            source=source,
-            position=f"node {node['node_id']}",
-            field="completions",
-        )
-    build = completions.get("build_action")
+    where = f"node {node['node_id']}"
+    build = expect(completions, Mapping, "an object", "completions", source, position=where, field="completions")
+    build = build.get("build_action")
     if build is None:
         return None
-    if not isinstance(build, Mapping):
-        raise InputError(
-            f"'build_action' is a {type(build).__name__}, expected an object",
-            source=source,
-            position=f"node {node['node_id']}",
-            field="completions.build_action",
-        )
-    return build
+    return expect(build, Mapping, "an object", "build_action", source, position=where, field="completions.build_action")
 
 
 def _add(thread: Thread, role: Any, content: Any, node: str, field: str) -> None:
@@ -125,13 +105,8 @@ def _add(thread: Thread, role: Any, content: Any, node: str, field: str) -> None
         for j, block in enumerate(content):
             # Moatless always sends a call's arguments as an object: anything else is a damaged file
             if isinstance(block, Mapping) and block.get("type") == "tool_use" and "input" in block:
-                if not isinstance(block["input"], Mapping):
-                    raise InputError(
-                        f"'input' is a {type(block['input']).__name__}, expected an object",
-                        source=thread.source,
-                        position=node,
-                        field=f"{field}.content[{j}].input",
-                    )
+                where = {"position": node, "field": f"{field}.content[{j}].input"}
+                expect(block["input"], Mapping, "an object", "input", thread.source, **where)
     try:
         if role == "assistant":
             thread.assistant(content, f"{node}, {field}")
@@ -147,23 +122,11 @@ def _observation(node: Mapping[str, Any], source: str) -> str | None:
     if observation is None:
         return None
     where = f"node {node['node_id']}"
-    if not isinstance(observation, Mapping):
-        raise InputError(
-            f"'observation' is a {type(observation).__name__}, expected an object",
-            source=source,
-            position=where,
-            field="observation",
-        )
-    message = observation.get("message")
+    message = expect(observation, Mapping, "an object", "observation", source, position=where, field="observation")
+    message = message.get("message")
     if message is None:
         return None
-    if not isinstance(message, str):
-        raise InputError(
-            f"'message' is a {type(message).__name__}, expected a string",
-            source=source,
-            position=where,
-            field="observation.message",
-        )
+    expect(message, str, "a string", "message", source, position=where, field="observation.message")
     return f"<observation>\n{message}\n</observation>"
 
 
@@ -171,16 +134,8 @@ def _system_prompt(data: Mapping[str, Any], source: str) -> str | None:
     agent = data.get("agent")
     if agent is None:
         return None
-    if not isinstance(agent, Mapping):
-        raise InputError(f"'agent' is a {type(agent).__name__}, expected an object", source=source, field="agent")
-    prompt = agent.get("system_prompt")
-    if prompt is not None and not isinstance(prompt, str):
-        raise InputError(
-            f"'system_prompt' is a {type(prompt).__name__}, expected a string",
-            source=source,
-            field="agent.system_prompt",
-        )
-    return prompt or None
+    prompt = expect(agent, Mapping, "an object", "agent", source, field="agent").get("system_prompt")
+    return expect(prompt, (str, type(None)), "a string", "system_prompt", source, field="agent.system_prompt") or None
 
 
 def import_data(data: Any, source: str) -> Imported:
@@ -202,15 +157,8 @@ def import_data(data: Any, source: str) -> Imported:
     else:
         node, build = expanded[-1]
         where = f"node {node['node_id']}"
-        history = build.get("input")
         field = "completions.build_action.input"
-        if not isinstance(history, list):
-            raise InputError(
-                f"'input' is a {type(history).__name__}, expected a list of messages",
-                source=source,
-                position=where,
-                field=field,
-            )
+        history = expect(build.get("input"), list, "a list of messages", "input", source, position=where, field=field)
         for j, message in enumerate(history):
             if not isinstance(message, Mapping):
                 raise InputError(
@@ -223,13 +171,7 @@ def import_data(data: Any, source: str) -> Imported:
         response = build.get("response")
         if response is not None:
             field = "completions.build_action.response"
-            if not isinstance(response, Mapping):
-                raise InputError(
-                    f"'response' is a {type(response).__name__}, expected an object",
-                    source=source,
-                    position=where,
-                    field=field,
-                )
+            expect(response, Mapping, "an object", "response", source, position=where, field=field)
             before = len(thread.raws)
             _add(thread, "assistant", response.get("content"), where, field)
             calls = [call for _, raw in thread.raws[before:] for call in raw.get("tool_calls") or ()]
@@ -264,6 +206,4 @@ def _notes(nodes: list[Mapping[str, Any]], path: list[Mapping[str, Any]]) -> tup
 
 def load_moatless(text: str, source: str) -> Imported:
     """Parse a Moatless Tools ``trajectory.json`` into messages; raises ``InputError`` when it is not one."""
-    if not text.strip():
-        raise InputError("the file is empty", source=source)
     return import_data(parse_json(text, source), source)

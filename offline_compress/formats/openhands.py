@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
-from ..history.messages import Message, parse_message
-from .openai import parse_json
+from ..history.messages import Message, call_dict, parse_message
+from .openai import expect, parse_json
 
 FORMAT = "openhands"
 
@@ -153,11 +153,7 @@ def _read_action(
     stream: _Stream, i: int, event: Mapping[str, Any], args: Mapping[str, Any], meta: Mapping[str, Any], source: str
 ) -> None:
     """An action: a system or chat message, or a tool call (joining its model response's message if any)."""
-    action = event["action"]
-    if not isinstance(action, str):
-        raise InputError(
-            f"'action' is a {type(action).__name__}, expected a string", source=source, index=i, field="action"
-        )
+    action = expect(event["action"], str, "a string", "action", source, index=i, field="action")
     if action in DROPPED_ACTIONS:
         return
     if action == "system":
@@ -205,24 +201,12 @@ def _tool_call(
         name = meta.get("function_name") if isinstance(meta.get("function_name"), str) else str(action)
     if arguments is None:
         arguments = _args_json(args)
-    tool_call = {
-        "id": call_id,
-        "type": "function",
-        "function": {"name": name, "arguments": copy.deepcopy(arguments)},
-    }
-    return tool_call, response
+    return call_dict(call_id, name, copy.deepcopy(arguments)), response
 
 
 def _read_observation(stream: _Stream, i: int, event: Mapping[str, Any], meta: Mapping[str, Any], source: str) -> None:
     """An observation: a tool message answering its call (a call synthesised when it answers none)."""
-    kind = event["observation"]
-    if not isinstance(kind, str):
-        raise InputError(
-            f"'observation' is a {type(kind).__name__}, expected a string",
-            source=source,
-            index=i,
-            field="observation",
-        )
+    kind = expect(event["observation"], str, "a string", "observation", source, index=i, field="observation")
     call_id = meta.get("tool_call_id") if isinstance(meta.get("tool_call_id"), str) else None
     if call_id not in stream.all_calls:
         cause = event.get("cause")
@@ -232,7 +216,7 @@ def _read_observation(stream: _Stream, i: int, event: Mapping[str, Any], meta: M
         if kind in DROPPED_OBSERVATIONS or not text.strip():
             return
         call_id = f"openhands-obs-{event.get('id', i)}"
-        call = {"id": call_id, "type": "function", "function": {"name": str(kind), "arguments": "{}"}}
+        call = call_dict(call_id, str(kind), "{}")
         stream.out.append((i, {"role": "assistant", "content": None, "tool_calls": [call]}))
     stream.answered.add(call_id)
     stream.out.append((i, {"role": "tool", "content": text, "tool_call_id": call_id}))
@@ -240,6 +224,4 @@ def _read_observation(stream: _Stream, i: int, event: Mapping[str, Any], meta: M
 
 def load_openhands(text: str, source: str) -> list[Message]:
     """Parse an OpenHands V0 event-stream JSON file into messages; raises ``InputError`` when it is not one."""
-    if not text.strip():
-        raise InputError("the file is empty", source=source)
     return messages_from_data(parse_json(text, source), source)

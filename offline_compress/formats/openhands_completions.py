@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..history.messages import Message, parse_message
-from .openai import parse_json
+from .openai import expect, parse_json
 
 FORMAT = "openhands-completions"
 LOG_KEYS = ("messages", "response", "timestamp")
@@ -41,10 +41,7 @@ def _check_shape(data: Any, source: str) -> list[Any]:
         raise InputError(
             f"not a litellm completion log: no {' or '.join(map(repr, missing))}", source=source, field=missing[0]
         )
-    messages = data["messages"]
-    if not isinstance(messages, list):
-        raise InputError(f"'messages' is a {type(messages).__name__}, expected a list", source=source, field="messages")
-    return messages
+    return expect(data["messages"], list, "a list", "messages", source, field="messages")
 
 
 def _content(content: Any, index: int, source: str) -> Any:
@@ -62,14 +59,9 @@ def _content(content: Any, index: int, source: str) -> Any:
     if all(part.get("type") == "text" for part in content):
         texts = []
         for j, part in enumerate(content):
-            if not isinstance(part.get("text"), str):
-                raise InputError(
-                    f"'text' is a {type(part.get('text')).__name__}, expected a string",
-                    source=source,
-                    index=index,
-                    field=f"content[{j}].text",
-                )
-            texts.append(part["text"])
+            texts.append(
+                expect(part.get("text"), str, "a string", "text", source, index=index, field=f"content[{j}].text")
+            )
         return "\n".join(texts)
     return [{k: copy.deepcopy(v) for k, v in part.items() if k != "cache_control"} for part in content]
 
@@ -84,26 +76,13 @@ def _message(raw: Any, index: int, source: str) -> Message:
 
 def _final_message(response: Any, source: str) -> Mapping[str, Any] | None:
     """``response.choices[0].message``, or None when the call returned no choice."""
-    if not isinstance(response, Mapping):
-        raise InputError(
-            f"'response' is a {type(response).__name__}, expected an object", source=source, field="response"
-        )
-    choices = response.get("choices")
-    if not isinstance(choices, list):
-        raise InputError(
-            f"'choices' is a {type(choices).__name__}, expected a list", source=source, field="response.choices"
-        )
+    choices = expect(response, Mapping, "an object", "response", source, field="response").get("choices")
+    expect(choices, list, "a list", "choices", source, field="response.choices")
     if not choices:
         return None
     choice = choices[0]
     message = choice.get("message") if isinstance(choice, Mapping) else None
-    if not isinstance(message, Mapping):
-        raise InputError(
-            f"'message' is a {type(message).__name__}, expected an object",
-            source=source,
-            field="response.choices[0].message",
-        )
-    return message
+    return expect(message, Mapping, "an object", "message", source, field="response.choices[0].message")
 
 
 def messages_from_data(data: Any, source: str) -> list[Message]:
@@ -120,6 +99,4 @@ def messages_from_data(data: Any, source: str) -> list[Message]:
 
 def load_openhands_completions(text: str, source: str) -> list[Message]:
     """Parse an OpenHands litellm completion log into messages; raises ``InputError`` when it is not one."""
-    if not text.strip():
-        raise InputError("the file is empty", source=source)
     return messages_from_data(parse_json(text, source), source)

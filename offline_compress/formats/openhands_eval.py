@@ -19,13 +19,12 @@ messages; ``load_openhands_eval`` returns the messages of the only instance, or 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputError
 from ..history.messages import Message, parse_message
-from .openai import TOO_DEEP, json_loads, parse_json
+from .openai import expect, json_lines, looks_like_jsonl, parse_json
 from .openhands import messages_from_data
 
 FORMAT = "openhands-eval"
@@ -37,22 +36,8 @@ class InstanceChoiceError(InputError):
 
 def _records(text: str, source: str) -> list[tuple[str, Any]]:
     """(position for errors, record) of every object in the file: one JSON value, or JSONL."""
-    stripped = text.strip()
-    if not stripped:
-        raise InputError("the file is empty", source=source)
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
-    if len(lines) > 1 and all(line.lstrip().startswith("{") and line.rstrip().endswith("}") for _, line in lines[:3]):
-        out = []
-        for n, line in lines:
-            try:
-                out.append((f"line {n}", json_loads(line)))
-            except json.JSONDecodeError as err:
-                raise InputError(
-                    f"malformed JSON line: {err.msg}", source=source, position=f"line {n} column {err.colno}"
-                ) from None
-            except RecursionError:
-                raise InputError(TOO_DEEP, source=source, position=f"line {n}") from None
-        return out
+    if looks_like_jsonl(text):
+        return [(f"line {n}", value) for n, value in json_lines(text, source)]
     data = parse_json(text, source)
     if isinstance(data, list):
         return [(f"item {i}", r) for i, r in enumerate(data)]
@@ -73,13 +58,7 @@ def _check_record(record: Any, where: str, source: str) -> Mapping[str, Any]:
             source=source,
             position=position,
         )
-    if not isinstance(record["history"], list):
-        raise InputError(
-            f"'history' is a {type(record['history']).__name__}, expected a list",
-            source=source,
-            position=position,
-            field="history",
-        )
+    expect(record["history"], list, "a list", "history", source, position=position, field="history")
     return record
 
 
@@ -107,6 +86,13 @@ def _with_instruction(messages: list[Message], instruction: Any, source: str) ->
     return [*messages[:lead], user, *messages[lead:]]
 
 
+def _checked(text: str, source: str) -> list[Mapping[str, Any]]:
+    records = [_check_record(record, where, source) for where, record in _records(text, source)]
+    if not records:
+        raise InputError("an empty list of evaluation outputs", source=source)
+    return records
+
+
 def instance_messages(record: Mapping[str, Any], source: str) -> list[Message]:
     """The messages of one evaluation output object (rules in the module docstring)."""
     events = _events(record["history"])
@@ -120,34 +106,27 @@ def instance_messages(record: Mapping[str, Any], source: str) -> list[Message]:
 
 def instances(text: str, source: str) -> list[tuple[str, list[Message]]]:
     """(instance_id, messages) of every instance in an evaluation output file, in file order."""
-    out = []
-    for where, record in _records(text, source):
-        record = _check_record(record, where, source)
-        instance_id = str(record["instance_id"])
-        out.append((instance_id, instance_messages(record, f"{source} [{instance_id}]")))
-    if not out:
-        raise InputError("an empty list of evaluation outputs", source=source)
-    return out
+    return [
+        (str(r["instance_id"]), instance_messages(r, f"{source} [{r['instance_id']}]")) for r in _checked(text, source)
+    ]
 
 
 def load_openhands_eval(text: str, source: str, instance: str | None = None) -> list[Message]:
     """The messages of the instance named ``instance``, or of the only one in the file."""
-    records = [(where, _check_record(r, where, source)) for where, r in _records(text, source)]
-    if not records:
-        raise InputError("an empty list of evaluation outputs", source=source)
-    ids = [str(r["instance_id"]) for _, r in records]
+    records = _checked(text, source)
+    ids = [str(r["instance_id"]) for r in records]
     if instance is None:
         if len(records) > 1:
             shown = ", ".join(ids[:5]) + (f", … ({len(ids)} in all)" if len(ids) > 5 else "")
             raise InstanceChoiceError(
                 f"holds {len(ids)} instances ({shown}); name one with --instance ID", source=source
             )
-        chosen = records[0][1]
+        chosen = records[0]
     else:
         if instance not in ids:
             raise InputError(
                 f"no instance {instance!r} (the file holds {', '.join(ids[:5])}{', …' if len(ids) > 5 else ''})",
                 source=source,
             )
-        chosen = records[ids.index(instance)][1]
+        chosen = records[ids.index(instance)]
     return instance_messages(chosen, f"{source} [{chosen['instance_id']}]" if len(records) > 1 else source)

@@ -42,7 +42,7 @@ from typing import Any
 from ..errors import InputError
 from ..history.messages import Message, parse_message
 from .imported import Imported
-from .openai import json_loads, read_json_line
+from .openai import in_line_order, json_loads, readable_lines
 
 FORMAT = "openhands-v1"
 
@@ -77,19 +77,12 @@ def read_events(text: str, source: str) -> tuple[list[Event], list[str]]:
         if isinstance(data, list):
             records = [(i, item) for i, item in enumerate(data, start=1)]
     if not records:
-        # split("\n"), not splitlines(): JSON strings may hold U+2028 and other line separators as they are.
-        seen_event = False
-        for lineno, line in enumerate(text.split("\n"), start=1):
-            if lineno > PROBE_LINES and not seen_event:
-                break  # this many lines and no event: not an event stream (fail fast in ``auto``)
-            if not line.strip():
-                continue
-            record, damaged = read_json_line(line)
-            if damaged:
-                skipped.append(f"line {lineno}: {damaged}")
-                continue
-            records.append((lineno, record))
-            seen_event = seen_event or (isinstance(record, Mapping) and "kind" in record)
+
+        def seen_event() -> bool:  # an event among the lines read so far (else not an event stream: fail fast)
+            return any(isinstance(r, Mapping) and "kind" in r for _, r in records)
+
+        for record in readable_lines(text, skipped, PROBE_LINES, seen_event):
+            records.append(record)
     events: list[Event] = []
     for lineno, record in records:
         if not isinstance(record, Mapping):
@@ -104,10 +97,6 @@ def read_events(text: str, source: str) -> tuple[list[Event], list[str]]:
             why = "chat messages ('role'), not events ('kind')"
         raise InputError(f"not an OpenHands V1 event stream: {why}", source=source)
     return events, skipped
-
-
-def _in_line_order(skipped: list[str]) -> tuple[str, ...]:
-    return tuple(sorted(skipped, key=lambda why: int(why.split(":")[0].removeprefix("line "))))
 
 
 # ------------------------------------------------------------------------------------------ one message each
@@ -304,7 +293,7 @@ def load_openhands_v1(text: str, source: str) -> Imported:
     items = _convertible(events, skipped, left_out)
     left_out.pop("Condensation", None)
     messages = _parsed(_assemble(items), source)
-    return Imported(messages, _in_line_order(skipped), _notes(left_out, condensations))
+    return Imported(messages, in_line_order(skipped), _notes(left_out, condensations))
 
 
 def load_openhands_v1_view(text: str, source: str) -> Imported:
@@ -326,7 +315,7 @@ def load_openhands_v1_view(text: str, source: str) -> Imported:
             view.insert(offset, ((lineno, marker), {"role": "user", "content": summary}))
         applied += 1
     notes = _notes(left_out, [f"{applied} condensations applied"] if applied else [])
-    return Imported(_parsed(_assemble(view, merge_users=True), source), _in_line_order(skipped), notes)
+    return Imported(_parsed(_assemble(view, merge_users=True), source), in_line_order(skipped), notes)
 
 
 __all__ = ["FORMAT", "load_openhands_v1", "load_openhands_v1_view", "read_events"]

@@ -29,21 +29,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InputError
-from ..history.messages import Message, parse_message
-from .openai import parse_json
+from ..history.messages import Message, call_dict, parse_message
+from .openai import object_list, parse_json
 
 FORMAT = "swe-agent"
 
 
 def _check_shape(data: Any, source: str) -> list[Any]:
-    if not isinstance(data, Mapping):
-        raise InputError(f"expected a JSON object with a 'history' list, got {type(data).__name__}", source=source)
-    if "history" not in data:
-        keys = ", ".join(sorted(map(str, data))[:8]) or "none"
-        raise InputError(f"no 'history' list (keys: {keys})", source=source, field="history")
-    history = data["history"]
-    if not isinstance(history, list):
-        raise InputError(f"'history' is a {type(history).__name__}, expected a list", source=source, field="history")
+    history = object_list(data, "history", source)
     if "trajectory" not in data and "info" not in data:
         raise InputError("a 'history' list without 'trajectory' or 'info' (not a SWE-agent .traj)", source=source)
     for i, entry in enumerate(history):
@@ -52,18 +45,6 @@ def _check_shape(data: Any, source: str) -> list[Any]:
         if "role" not in entry:
             raise InputError("history entry has no 'role'", source=source, index=i, field="role")
     return history
-
-
-def _action_call(action: str, call_id: str) -> dict[str, Any]:
-    words = action.split()
-    return {
-        "id": call_id,
-        "type": "function",
-        "function": {
-            "name": words[0] if words else "action",
-            "arguments": json.dumps({"command": action}, ensure_ascii=False),
-        },
-    }
 
 
 def messages_from_data(data: Any, source: str) -> list[Message]:
@@ -88,7 +69,8 @@ def messages_from_data(data: Any, source: str) -> list[Message]:
                 raw["tool_calls"] = copy.deepcopy(calls)
                 pending = [str(c["id"]) for c in calls if isinstance(c, Mapping) and c.get("id")]
             elif isinstance(action, str) and action.strip():
-                call = _action_call(action, f"swe-agent-{i}")
+                name = (action.split() or ["action"])[0]
+                call = call_dict(f"swe-agent-{i}", name, json.dumps({"command": action}, ensure_ascii=False))
                 raw["tool_calls"] = [call]
                 pending = [call["id"]]
             else:
@@ -128,6 +110,4 @@ def messages_from_data(data: Any, source: str) -> list[Message]:
 
 def load_swe_agent(text: str, source: str) -> list[Message]:
     """Parse a SWE-agent ``.traj`` file into messages; raises ``InputError`` when the text is not one."""
-    if not text.strip():
-        raise InputError("the file is empty", source=source)
     return messages_from_data(parse_json(text, source), source)

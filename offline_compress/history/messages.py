@@ -41,9 +41,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, field_validator
 
 from ..errors import InputError
 
@@ -133,10 +133,14 @@ def _plain_key(key: Any) -> str:
     return valid_utf8(str(key))
 
 
+# A string that encodes as UTF-8: a lone surrogate (from a JSON \ud800 escape) is replaced.
+Text = Annotated[str, AfterValidator(valid_utf8)]
+
+
 class FunctionCall(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    name: str
+    name: Text
     arguments: str = ""
 
     @field_validator("arguments", mode="before")
@@ -149,11 +153,6 @@ class FunctionCall(BaseModel):
             return value
         return json.dumps(plain_json(value), ensure_ascii=False, sort_keys=True)
 
-    @field_validator("name", mode="after")
-    @classmethod
-    def _encodable(cls, value: str) -> str:
-        return valid_utf8(value)
-
     @field_validator("arguments", mode="after")
     @classmethod
     def _encodable_json(cls, value: str) -> str:
@@ -163,14 +162,9 @@ class FunctionCall(BaseModel):
 class ToolCall(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    id: str | None = None
-    type: str = "function"
+    id: Text | None = None
+    type: Text = "function"
     function: FunctionCall
-
-    @field_validator("id", "type", mode="after")
-    @classmethod
-    def _encodable(cls, value: str | None) -> str | None:
-        return valid_utf8(value) if isinstance(value, str) else value
 
 
 class Message(BaseModel):
@@ -181,8 +175,8 @@ class Message(BaseModel):
     role: Role
     content: str | list[dict[str, Any]] | None = None
     tool_calls: tuple[ToolCall, ...] | None = None
-    tool_call_id: str | None = None
-    name: str | None = None
+    tool_call_id: Text | None = None
+    name: Text | None = None
 
     @field_validator("role", mode="before")
     @classmethod
@@ -201,11 +195,6 @@ class Message(BaseModel):
             except ValueError:  # pydantic cannot serialise what nests much deeper (its limit is near 255)
                 raise ValueError(f"a content part nested more than {PART_DEPTH} levels deep") from None
         return value
-
-    @field_validator("tool_call_id", "name", mode="after")
-    @classmethod
-    def _encodable(cls, value: str | None) -> str | None:
-        return valid_utf8(value) if isinstance(value, str) else value
 
     @property
     def text(self) -> str:
@@ -346,7 +335,8 @@ def _output(value: Any) -> str | list[dict[str, Any]]:
     return "" if value is None else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _tool_call(call_id: str, name: str, arguments: Any, kind: str = "function") -> dict[str, Any]:
+def call_dict(call_id: Any, name: Any, arguments: Any, kind: str = "function") -> dict[str, Any]:
+    """A tool call as the plain dict of a chat message (checked when the message is parsed)."""
     return {"id": call_id, "type": kind, "function": {"name": name, "arguments": arguments}}
 
 
@@ -359,16 +349,16 @@ def chat_message(item: Mapping[str, Any], *, index: int, source: str = "<message
         content = item.get("content")
         return {"role": item["role"], "content": chat_parts(content) if isinstance(content, list) else content}
     if kind == "function_call":
-        call = _tool_call(_call_id(item, index, source), _name(item, index, source), item.get("arguments"))
+        call = call_dict(_call_id(item, index, source), _name(item, index, source), item.get("arguments"))
         return {"role": "assistant", "content": None, "tool_calls": [call]}
     if kind == "custom_tool_call":
         # The freeform input as it is (a patch, a script): FunctionCall keeps a string and dumps anything else.
-        call = _tool_call(_call_id(item, index, source), _name(item, index, source), item.get("input"), "custom")
+        call = call_dict(_call_id(item, index, source), _name(item, index, source), item.get("input"), "custom")
         return {"role": "assistant", "content": None, "tool_calls": [call]}
     if kind == "local_shell_call":
         action = item.get("action")
         arguments = json.dumps(action, ensure_ascii=False) if action is not None else ""
-        call = _tool_call(_call_id(item, index, source, id_too=True), "local_shell", arguments)
+        call = call_dict(_call_id(item, index, source, id_too=True), "local_shell", arguments)
         return {"role": "assistant", "content": None, "tool_calls": [call]}
     if kind in OUTPUTS:
         call_id = _call_id(item, index, source, id_too=kind == "local_shell_call_output")

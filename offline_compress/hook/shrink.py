@@ -225,23 +225,11 @@ def shorten_recent(
     return out, out_parsed, tokens, sorted(cut)
 
 
-def most_saved(parsed: Sequence[Message], history: Sequence[Any], start: int, counts: Sequence[int]) -> int:
-    """About the fewest tokens ``shorten_recent`` can save from ``start`` on: every message it may cut at
-    ``SHORTEST_TOKENS`` (and its note)."""
-    note = 24  # the cut note's tokens, about
-    return sum(
-        max(0, counts[i] - SHORTEST_TOKENS - note)
-        for i in range(start, len(parsed))
-        if text_chars(history[i]) and (parsed[i].role == "assistant" or is_tool_output(parsed, i))
-    )
-
-
 __all__ = [
     "CUT_NOTE",
     "SHORTEST_TOKENS",
     "caps",
     "clip_middle",
-    "most_saved",
     "shorten",
     "shorten_recent",
     "text_chars",

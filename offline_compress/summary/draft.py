@@ -11,14 +11,12 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, Field, StringConstraints
+
+from .schema import Strict
 
 # Printable ASCII except '"' (0x22) and '\\' (0x5C): no escapes, so characters == JSON characters.
 SAFE_TEXT = r"^[ !#-\[\]-~]*$"
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 # Tight bounds on purpose: the 270M model tends to write until a bound stops it, so the bounds set its
@@ -27,12 +25,12 @@ Text80 = Annotated[str, StringConstraints(max_length=80, pattern=SAFE_TEXT)]
 Text100 = Annotated[str, StringConstraints(max_length=100, pattern=SAFE_TEXT)]
 
 
-class DraftDecision(_Strict):
+class DraftDecision(Strict):
     decision: Text80
     rationale: Text100
 
 
-class DraftTaskState(_Strict):
+class DraftTaskState(Strict):
     completed: Annotated[list[Text80], Field(max_length=1)]
     remaining: Annotated[list[Text80], Field(max_length=1)]
     blockers: Annotated[list[Text80], Field(max_length=1)]
@@ -44,7 +42,7 @@ NARRATIVE_START = "The agent "
 NARRATIVE_MAX_CHARS = 200
 
 
-class Draft(_Strict):
+class Draft(Strict):
     recent_narrative: Annotated[
         str, StringConstraints(max_length=NARRATIVE_MAX_CHARS, pattern=rf"^{NARRATIVE_START}[ !#-\[\]-~]*$")
     ]

@@ -40,16 +40,18 @@ MAX_FILE_LINES = 12
 Item = Annotated[str, Field(max_length=MAX_ITEM_CHARS)]
 
 
-class _Strict(BaseModel):
+class Strict(BaseModel):
+    """Frozen, and no key the schema does not name (the model's outputs are parsed into these too)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Decision(_Strict):
+class Decision(Strict):
     decision: Item
     rationale: Item
 
 
-class _Sparse(_Strict):
+class _Sparse(Strict):
     """A model whose fields at their default are left out of its JSON (and read back as them): a summary has
     dozens of items, and each empty key would cost it tokens."""
 
@@ -84,13 +86,13 @@ class FileChange(_Sparse):
     edits: Annotated[int, Field(ge=1)] = 1
 
 
-class ToolCallSummary(_Strict):
+class ToolCallSummary(Strict):
     tool: Annotated[str, Field(max_length=MAX_TOOL_CHARS)]
     target: Annotated[str, Field(max_length=MAX_TARGET_CHARS)]
     outcome: Literal["success", "error", "partial"]
 
 
-class TaskState(_Strict):
+class TaskState(Strict):
     completed: Annotated[list[Item], Field(max_length=MAX_STATE_ITEMS)] = []
     remaining: Annotated[list[Item], Field(max_length=MAX_STATE_ITEMS)] = []
     blockers: Annotated[list[Item], Field(max_length=MAX_STATE_ITEMS)] = []
@@ -110,7 +112,7 @@ class Step(_Sparse):
     times: Annotated[int, Field(ge=1, le=MAX_STEP_TIMES)] = 1
 
 
-class CompressedContext(_Strict):
+class CompressedContext(Strict):
     """Structured summary of the compressed part of a history."""
 
     user_constraints: Annotated[

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import Field, StringConstraints
 
 from . import schema as S
 from .draft import grammar_schema
@@ -36,29 +36,25 @@ MAX_STATEMENTS = 160  # of a state, numbered for its check (its bounds allow abo
 Item = Annotated[str, StringConstraints(max_length=S.MAX_ITEM_CHARS)]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class WrittenDecision(_Strict):
+class WrittenDecision(S.Strict):
     decision: Item
     rationale: Item
 
 
-class WrittenFailure(_Strict):
+class WrittenFailure(S.Strict):
     """Why the failed attempt numbered ``failure`` in the prompt's checklist failed, and what it taught."""
 
     failure: Annotated[int, Field(ge=1, le=S.MAX_FAILED)]
     why: Item
 
 
-class WrittenTaskState(_Strict):
+class WrittenTaskState(S.Strict):
     completed: Annotated[list[Item], Field(max_length=MAX_STATE_ITEMS)]
     remaining: Annotated[list[Item], Field(max_length=MAX_STATE_ITEMS)]
     blockers: Annotated[list[Item], Field(max_length=MAX_STATE_ITEMS)]
 
 
-class WrittenState(_Strict):
+class WrittenState(S.Strict):
     """All fields required (a strict ``json_schema`` needs it) and in the order a writer thinks them through."""
 
     findings: Annotated[list[Item], Field(max_length=S.MAX_FINDINGS)]
@@ -75,12 +71,12 @@ def written_json_schema() -> dict[str, Any]:
     return grammar_schema(WrittenState)
 
 
-class Unsupported(_Strict):
+class Unsupported(S.Strict):
     statement: Annotated[int, Field(ge=1, le=MAX_STATEMENTS)]
     why: Annotated[str, StringConstraints(max_length=200)]
 
 
-class StateCheck(_Strict):
+class StateCheck(S.Strict):
     """The statements of a written state (numbered as ``statements`` numbers them) that its prompt does not
     support, each with why."""
 

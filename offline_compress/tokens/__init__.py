@@ -7,22 +7,3 @@ asks of a counter, so a test or a caller may pass any object with those methods.
 The counter is found at once and its tokenizer loads on first use, or in a background thread (``preload``, which a
 hook starts), never at import; meanwhile a derived tokenizer's counts have an upper bound that needs none
 (``TokenCounter.message_bounds``). ``counter.RunningTotal`` keeps a conversation's count as it grows."""
-
-from __future__ import annotations
-
-from typing import Any
-
-from .protocol import CountsTokens
-
-_LAZY = {"TokenCounter": "counter", "count_tokens": "counter", "get_counter": "counter", "default_counter": "counter"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from importlib import import_module
-
-        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = ["CountsTokens", "TokenCounter", "count_tokens", "default_counter", "get_counter"]

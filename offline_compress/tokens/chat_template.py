@@ -218,9 +218,6 @@ class Gemma3Template:
     def segments(self, messages: Sequence[MessageLike]) -> list[str]:
         return [render_turn(t) for t in self.turns(messages)]
 
-    def render(self, messages: Sequence[MessageLike]) -> str:
-        return "".join(self.segments(messages))
-
 
 # --- Hugging Face model folder ------------------------------------------------------------------------------
 
