@@ -19,82 +19,36 @@ import warnings
 
 REPEAT_CAP = 256  # longer than any credential a plugin's regex describes (PyPI tokens: ~180 characters)
 
-_OPEN_COUNT = re.compile(r"\{(\d*),\}")  # {m,} (and {,}): a lower bound only
-_COUNT = re.compile(r"\{\d*(?:,\d*)?\}")  # {m}, {m,n}, {,n}: already bounded
+# Items copied as they are: an escape, a character class (a ']' first, or after '^', is a literal), a comment, a
+# group opener (its '?' is no quantifier). Its alternatives start differently and never overlap: it is linear.
+_VERBATIM = re.compile(r"\\.?|\[\^?\]?(?:\\.|[^\]\\])*\]?|\(\?#[^)]*\)?|\(\?", re.S)
+_VERBOSE_COMMENT = re.compile(r"#[^\n]*")
+_COUNT = re.compile(r"\{(\d*)(,?)(\d*)\}")  # {m}, {m,n}, {,n}; {m,} and {,} have a lower bound only
 
 
 def bound_pattern(pattern: str, cap: int = REPEAT_CAP, *, verbose: bool = False) -> str:
     """``pattern`` with ``*`` as ``{0,cap}``, ``+`` as ``{1,cap}`` and ``{m,}`` as ``{m,max(m,cap)}``."""
     out: list[str] = []
-    i, n = 0, len(pattern)
+    i = 0
     after_repeat = False  # the last item was a quantifier: a '?' or '+' now makes it lazy or possessive
-    while i < n:
-        ch = pattern[i]
-        if after_repeat and ch in "?+":
-            out.append(ch)
-            i += 1
-            after_repeat = False
-            continue
-        after_repeat = False
-        if ch == "\\":
-            out.append(pattern[i : i + 2])
-            i += 2
-        elif ch == "[":
-            end = _class_end(pattern, i)
-            out.append(pattern[i:end])
-            i = end
-        elif pattern.startswith("(?#", i):
-            end = pattern.find(")", i)
-            end = n if end < 0 else end + 1
-            out.append(pattern[i:end])
-            i = end
-        elif ch == "(" and pattern.startswith("(?", i):
-            out.append("(?")  # the '?' opens a group form, it is no quantifier
-            i += 2
-        elif verbose and ch == "#":
-            end = pattern.find("\n", i)
-            end = n if end < 0 else end
-            out.append(pattern[i:end])
-            i = end
-        elif ch in "*+":
-            out.append(f"{{{0 if ch == '*' else 1},{cap}}}")
-            i += 1
-            after_repeat = True
-        elif ch == "?":
-            out.append(ch)
-            i += 1
-            after_repeat = True
-        elif ch == "{" and (m := _OPEN_COUNT.match(pattern, i)):
-            low = int(m.group(1) or 0)
-            out.append(f"{{{low},{max(low, cap)}}}")
-            i = m.end()
-            after_repeat = True
-        elif ch == "{" and (m := _COUNT.match(pattern, i)):
-            out.append(m.group(0))
-            i = m.end()
-            after_repeat = True
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
-
-
-def _class_end(pattern: str, start: int) -> int:
-    """The index just past the character class opening at ``start`` (a ``]`` first, or after ``^``, is a
-    literal; escapes are skipped)."""
-    i = start + 1
-    if i < len(pattern) and pattern[i] == "^":
-        i += 1
-    if i < len(pattern) and pattern[i] == "]":
-        i += 1
     while i < len(pattern):
-        if pattern[i] == "\\":
-            i += 2
-            continue
-        if pattern[i] == "]":
-            return i + 1
-        i += 1
-    return len(pattern)
+        ch, end, quantifier = pattern[i], i + 1, False
+        item = ch
+        if after_repeat and ch in "?+":
+            pass  # copied: it makes the quantifier before it lazy or possessive
+        elif m := _VERBATIM.match(pattern, i) or (_VERBOSE_COMMENT.match(pattern, i) if verbose else None):
+            item, end = m.group(), m.end()
+        elif ch in "*+":
+            item, quantifier = f"{{{int(ch == '+')},{cap}}}", True
+        elif ch == "?":
+            quantifier = True
+        elif m := _COUNT.match(pattern, i):
+            low, comma, high = m.groups()
+            item = f"{{{int(low or 0)},{max(int(low or 0), cap)}}}" if comma and not high else m.group()
+            end, quantifier = m.end(), True
+        out.append(item)
+        i, after_repeat = end, quantifier
+    return "".join(out)
 
 
 def bounded(rx: re.Pattern[str], cap: int = REPEAT_CAP) -> re.Pattern[str]:

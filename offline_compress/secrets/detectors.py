@@ -37,39 +37,28 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-import string
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
 from .bounded import bounded
-from .line_view import MAX_LINE, LineView, ScanText, intersect, lines_with_needles, lower_same_length
-from .patterns import CREDENTIAL_NEEDLES, kind_of_word, literal_secret
+from .line_view import MAX_LINE, LineView, ScanText, Span, intersect, lines_with_needles, lower_same_length
+from .patterns import CREDENTIAL_NEEDLES, Find, kind_of_word, literal_secret
 
-Span = tuple[int, int]
-Find = tuple[str, Span]
-
-# secret_type -> our kind; plugins named in _SKIPPED are not used.
+# secret_type -> our kind, where that is not the type in snake case ("AWS Access Key": aws_access_key); plugins
+# named in _SKIPPED are not used.
 _KINDS = {
-    "AWS Access Key": "aws_access_key",
     "Artifactory Credentials": "artifactory_token",
     "Azure Storage Account access key": "azure_key",
     "Basic Auth Credentials": "url_credentials",
-    "Cloudant Credentials": "cloudant_credentials",
     "Discord Bot Token": "discord_token",
-    "GitHub Token": "github_token",
-    "GitLab Token": "gitlab_token",
     "IBM COS HMAC Credentials": "ibm_cos_hmac_key",
-    "IBM Cloud IAM Key": "ibm_cloud_iam_key",
     "JSON Web Token": "jwt",
     "Mailchimp Access Key": "mailchimp_key",
     "NPM tokens": "npm_token",
     "OpenAI Token": "openai_key",
-    "PyPI Token": "pypi_token",
     "SendGrid API Key": "sendgrid_key",
-    "Slack Token": "slack_token",
     "SoftLayer Credentials": "softlayer_key",
-    "Square OAuth Secret": "square_oauth_secret",
     "Stripe Access Key": "stripe_key",
     "Telegram Bot Token": "telegram_token",
     "Twilio API Key": "twilio_key",
@@ -92,21 +81,7 @@ _NEEDLES: dict[str, tuple[tuple[str, ...], ...]] = {
     "Basic Auth Credentials": (("://",),),
     "Cloudant Credentials": (("cl",), ("key", "pw", "pass", "token", "cloudant.com")),
     "GitHub Token": (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),),
-    "GitLab Token": (
-        (
-            "glpat-",
-            "gldt-",
-            "glft-",
-            "glsoat-",
-            "glrt-",
-            "GR1348941",
-            "glcbt-",
-            "glimt-",
-            "glptt-",
-            "glagent-",
-            "gloas-",
-        ),
-    ),
+    "GitLab Token": (tuple("glpat- gldt- glft- glsoat- glrt- GR1348941 glcbt- glimt- glptt- glagent- gloas-".split()),),
     "IBM COS HMAC Credentials": (("secret",), ("key",)),
     "IBM Cloud IAM Key": (("key", "pwd", "pass", "token"),),
     "JSON Web Token": (("eyJ",),),
@@ -123,7 +98,6 @@ _NEEDLES: dict[str, tuple[tuple[str, ...], ...]] = {
     "Twilio API Key": (("AC", "SK"),),
 }
 _ALL_NEEDLES = frozenset(n for groups in _NEEDLES.values() for group in groups for n in group)
-_TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "_-")
 _STOP_CHARS = frozenset(" \t\r\n'\"`,;<>(){}[]")
 _CREDENTIAL_WORD = re.compile(r"(?i)key|token|secret|passw|pwd|auth|credential")
 _DIGEST_WORD = re.compile(r"(?i)sha|hash|digest|checksum|commit|etag|md5|integrity|fingerprint|revision|nonce|uuid")
@@ -195,10 +169,7 @@ class _Widener:
         prefix = _NAME_PREFIX.match(text, a, b)
         if prefix and b - prefix.end() >= 8:
             a = prefix.end()
-        for i in range(a, b):  # b - a: a plugin match, bounded (``bounded``)
-            if text[i] in _STOP_CHARS:
-                b = i
-                break
+        b = next((i for i in range(a, b) if text[i] in _STOP_CHARS), b)  # b - a: a plugin match, bounded
         b = _TOKEN_RUN.match(text, b).end()  # type: ignore[union-attr]  # {0,N} always matches
         if self._reversed is None:
             self._reversed = text[::-1]
@@ -249,12 +220,8 @@ def _indirect_reference(line: str) -> bool:
     """``heuristic.is_indirect_reference(line)``, in linear time (``_INDIRECT_OPEN``)."""
     if len(line) > MAX_LINE:
         return False  # as detect-secrets
-    for m in _INDIRECT_OPEN.finditer(line):
-        end = line.find("\v", m.end())  # its [^\v]* stops at a vertical tab
-        end = len(line) if end < 0 else end
-        if line.rfind("]", m.end(), end) >= 0 or line.rfind(")", m.end(), end) >= 0:
-            return True
-    return False
+    rests = (line[m.end() :].partition("\v")[0] for m in _INDIRECT_OPEN.finditer(line))  # [^\v]* stops at a \v
+    return any("]" in rest or ")" in rest for rest in rests)
 
 
 def _before_on_line(view: LineView, pos: int, pattern: re.Pattern[str]) -> bool:
@@ -327,37 +294,33 @@ def _decodes_to_text(value: str) -> bool:
 
 
 def _entropy(view: LineView) -> Iterator[Find]:
-    plugins = _plugins()
-    b64 = plugins.get("Base64 High Entropy String")
-    hexp = plugins.get("Hex High Entropy String")
-    if b64 is not None:
-        for m in b64.regex.finditer(view.text):
-            value = m.group(2)
-            if (
-                MIN_ENTROPY_CHARS <= len(value) <= MAX_ENTROPY_CHARS
-                and any(c.isdigit() for c in value)
-                and any(c.isupper() for c in value)
-                and any(c.islower() for c in value)
-                and b64.calculate_shannon_entropy(value) > B64_LIMIT
-                and not _ID_KEY_BEFORE.search(view.text, max(0, m.start() - 40), m.start() + 1)
-                and not _filtered_by_detect_secrets(value, view, m.start(2))
-                and not _decodes_to_text(value)
-            ):
-                yield "high_entropy_string", view.to_source(m.span(2))
-    if hexp is not None:
-        for m in hexp.regex.finditer(view.text):
-            value = m.group(2)
-            if not 16 <= len(value) <= MAX_ENTROPY_CHARS or hexp.calculate_shannon_entropy(value) <= HEX_LIMIT:
-                continue
-            pos = m.start(2)
-            if _before_on_line(view, pos, _CREDENTIAL_WORD) and not _before_on_line(view, pos, _DIGEST_WORD):
-                yield "high_entropy_hex", view.to_source(m.span(2))
+    b64, hexp = _plugins()["Base64 High Entropy String"], _plugins()["Hex High Entropy String"]
+    for m in b64.regex.finditer(view.text):
+        value = m.group(2)
+        if (
+            MIN_ENTROPY_CHARS <= len(value) <= MAX_ENTROPY_CHARS
+            and any(c.isdigit() for c in value)
+            and any(c.isupper() for c in value)
+            and any(c.islower() for c in value)
+            and b64.calculate_shannon_entropy(value) > B64_LIMIT
+            and not _ID_KEY_BEFORE.search(view.text, max(0, m.start() - 40), m.start() + 1)
+            and not _filtered_by_detect_secrets(value, view, m.start(2))
+            and not _decodes_to_text(value)
+        ):
+            yield "high_entropy_string", view.to_source(m.span(2))
+    for m in hexp.regex.finditer(view.text):
+        value = m.group(2)
+        if not 16 <= len(value) <= MAX_ENTROPY_CHARS or hexp.calculate_shannon_entropy(value) <= HEX_LIMIT:
+            continue
+        pos = m.start(2)
+        if _before_on_line(view, pos, _CREDENTIAL_WORD) and not _before_on_line(view, pos, _DIGEST_WORD):
+            yield "high_entropy_hex", view.to_source(m.span(2))
 
 
 def find_detector_secrets(scan: ScanText) -> Iterator[Find]:
     """(kind, span) of every find of detect-secrets' plugins in ``scan.text``; unordered, possibly
     overlapping."""
-    view = scan.token_view()
+    view = scan.token_view
     if view.text:
         yield from _vendor(scan.text, view)
         yield from _entropy(view)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable
+from functools import cached_property
+from itertools import accumulate
 
 Span = tuple[int, int]
 
@@ -48,22 +50,19 @@ def lines_with_needles(text: str, lowered: str, needles: Iterable[str]) -> list[
 
 def intersect(*line_sets: list[Span]) -> list[Span]:
     """The lines present in every one of ``line_sets`` (each sorted, as the functions above return them)."""
-    first, *rest = line_sets
-    keep = {a for a, _ in first}
-    for lines in rest:
-        keep &= {a for a, _ in lines}
-    return [span for span in first if span[0] in keep]
+    keep = set.intersection(*({a for a, _ in lines} for lines in line_sets))
+    return [span for span in line_sets[0] if span[0] in keep]
 
 
 def lines_matching(text: str, pattern: re.Pattern[str]) -> list[Span]:
-    """The lines on which ``pattern`` matches (the pattern must not match a line break), sorted, each once."""
-    found: dict[int, int] = {}
+    """The lines on which ``pattern`` matches (the pattern must not match a line break), sorted, each once: each
+    search starts on the line after the last find's."""
+    lines: list[Span] = []
     pos = 0
     while (m := pattern.search(text, pos)) is not None:
-        start, end = line_span(text, m.start())
-        found[start] = end
-        pos = end + 1
-    return sorted(found.items())
+        lines.append(line_span(text, m.start()))
+        pos = lines[-1][1] + 1
+    return lines
 
 
 class LineView:
@@ -73,22 +72,17 @@ class LineView:
         self.source = text
         self.lines = lines
         self.text = "\n".join(text[a:b] for a, b in lines)
-        self._view_starts: list[int] = []
-        self._text_starts: list[int] = []
+        # where each line starts in self.text: the lengths of the lines before it, each with its '\n'
+        self._view_starts = list(accumulate((b - a + 1 for a, b in lines), initial=0))[:-1]
         self._first_ends: dict[tuple[int, re.Pattern[str]], int | None] = {}
-        pos = 0
-        for a, b in lines:
-            self._view_starts.append(pos)
-            self._text_starts.append(a)
-            pos += b - a + 1
 
     def to_source(self, span: Span) -> Span:
         """A span of ``self.text`` as a span of the source text, cut at the end of the line where it starts
         (the joined lines are not neighbours in the source)."""
-        i = bisect.bisect_right(self._view_starts, span[0]) - 1
-        shift = self._text_starts[i] - self._view_starts[i]
-        line_end = self._view_starts[i + 1] - 1 if i + 1 < len(self._view_starts) else len(self.text)
-        return span[0] + shift, min(span[1], line_end) + shift
+        i = self._line_index(span[0])
+        start, end = self.lines[i]
+        shift = start - self._view_starts[i]
+        return span[0] + shift, min(span[1] + shift, end)
 
     def _line_index(self, pos: int) -> int:
         return bisect.bisect_right(self._view_starts, pos) - 1
@@ -134,13 +128,11 @@ class ScanText:
         self.text = text
         self.lowered = lower_same_length(text)
         self._needles: dict[tuple[str, ...], list[Span]] = {}
-        self._token_view: LineView | None = None
 
+    @cached_property
     def token_view(self) -> LineView:
         """The lines that hold a ``LONG_TOKEN``, joined."""
-        if self._token_view is None:
-            self._token_view = LineView(self.text, lines_matching(self.text, LONG_TOKEN))
-        return self._token_view
+        return LineView(self.text, lines_matching(self.text, LONG_TOKEN))
 
     def lines_with(self, needles: tuple[str, ...]) -> list[Span]:
         if needles not in self._needles:

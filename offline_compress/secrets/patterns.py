@@ -22,9 +22,8 @@ import re
 import string
 from collections.abc import Iterator
 
-from .line_view import LineView, ScanText
+from .line_view import LineView, ScanText, Span
 
-Span = tuple[int, int]
 Find = tuple[str, Span]
 
 # Token-shaped keys: (kind, hints, regex, group). Each holds a run of 20 key characters, so the regex runs only
@@ -198,17 +197,6 @@ _PLACEHOLDERS = frozenset(
     "secret password passwd token test testing dummy example placeholder foo bar baz fake none null empty "
     "bearer basic str string bytes int bool required optional hidden redacted changeme".split()
 )
-_KIND_OF_WORD = {
-    "passwd": "password",
-    "password": "password",
-    "passphrase": "password",
-    "pwd": "password",
-    "pass": "password",
-    "secret": "secret",
-    "token": "token",
-    "private_key": "private_key",
-    "privatekey": "private_key",
-}
 # The patterns below judge one value (at most 500 characters, the longest any value group takes).
 _IDENTIFIER_OR_CODE = re.compile(
     r"\A(?:[A-Za-z_][A-Za-z0-9_]{0,500}(?:\.[A-Za-z_][A-Za-z0-9_]{0,500}){0,250}(?:\(.{0,500}|\[.{0,500})?"
@@ -233,8 +221,8 @@ _PEM_BODY = re.compile(rf"(?:[^\W_]|[+/=\r\\ ]|\n(?!\n)){{0,{_PEM_WINDOW}}}")
 def kind_of_word(word: str) -> str:
     """The redaction kind named by a credential word (``password``, ``client_secret``, ``api_key``, ...)."""
     w = word.lower().replace("-", "_")
-    if w in _KIND_OF_WORD:
-        return _KIND_OF_WORD[w]
+    if w in ("private_key", "privatekey"):
+        return "private_key"
     if "key" in w:
         return "api_key"
     if "pass" in w or "pwd" in w or "contrase" in w:
@@ -256,19 +244,15 @@ def literal_secret(value: str, quoted: bool, *, word: str = "", shell_word: bool
     stands where a shell or ``.env`` file takes a literal (``PGPASSWORD=hunter`` or ``--password hunter``), so a
     bare word is a literal there, not a name."""
     stripped = value.strip()
-    if len(stripped) < 4 or _NOT_LITERAL.match(stripped):
-        return False
-    if stripped.isdigit():
-        return False  # max_tokens=1000
+    if len(stripped) < 4 or _NOT_LITERAL.match(stripped) or stripped.isdigit():
+        return False  # too short, not a literal, or a number (max_tokens=1000)
     folded = stripped.casefold()
     if folded in _PLACEHOLDERS or folded.startswith(("your", "my-", "my_")):
         return False  # SECRET_KEY='secret', api_key="your-api-key"
     if word and squash(word) in squash(stripped) and not any(ch.isdigit() for ch in stripped):
         return False  # 'somepassword', 'django_tests_secret_key' (but 'Password1!' is one)
-    if _UUID.match(stripped):
-        return False  # an identifier (detect-secrets filters UUIDs too)
-    if stripped.upper() in _SEQUENCES:
-        return False  # 'abcdefghijkl', 'abcd' * 20, '12345678': detect-secrets' sequential-string rule
+    if _UUID.match(stripped) or stripped.upper() in _SEQUENCES:
+        return False  # a UUID, or 'abcdefghijkl', '12345678': detect-secrets' sequential-string rule
     if quoted:
         return " " not in stripped or len(stripped) >= 24  # prose in quotes ("Enter your password") is not one
     if shell_word and _BARE_WORD.match(stripped):
@@ -298,18 +282,15 @@ def _pem_blocks(text: str) -> Iterator[Find]:
         yield "private_key", (m.start(), covered)
 
 
-def _value_group(m: re.Match[str]) -> tuple[str, bool] | None:
-    """(value group name, quoted) of the first value alternative that matched."""
-    for name, quoted in (("q1", True), ("q2", True), ("qval", True), ("val", False)):
-        if name in m.re.groupindex and m.group(name) is not None:
-            return name, quoted
-    return None
+def _value(m: re.Match[str]) -> tuple[str, str, bool]:
+    """(group name, value, quoted) of the value alternative that matched (each value regex requires one)."""
+    name = next(n for n in ("q1", "q2", "qval", "val") if n in m.re.groupindex and m.group(n) is not None)
+    return name, m.group(name), name != "val"
 
 
 def _flags(view: LineView) -> Iterator[Find]:
     for m in _FLAG.finditer(view.text):
-        name, quoted = _value_group(m) or ("val", False)
-        value = m.group(name)
+        name, value, quoted = _value(m)
         # "--password suffers from ...": after a space, a lower-case word is prose or a subcommand.
         if not quoted and m.group("sep") != "=" and value.isalpha() and value.islower():
             continue
@@ -327,10 +308,10 @@ def _command_credentials(text: str, kind: str, command: re.Pattern[str], flag: r
             named = command.search(text, named.end(), f)
         if named is None:
             continue
-        value = _value_group(m)
+        name, value, _ = _value(m)
         # quoted or not, a value on a command line is a literal: "p4ss w0rd" is no prose there
-        if value and literal_secret(m.group(value[0]), False, shell_word=True):
-            yield kind, m.span(value[0])
+        if literal_secret(value, False, shell_word=True):
+            yield kind, m.span(name)
 
 
 def _dotenv(view: LineView) -> Iterator[Find]:
@@ -342,20 +323,15 @@ def _dotenv(view: LineView) -> Iterator[Find]:
         weak = [p for p in parts if p in _DOTENV_WEAK]
         if not strong and not weak:
             continue
-        name, quoted = _value_group(m) or ("val", False)
-        value = m.group(name)
+        name, value, quoted = _value(m)
         word = (strong or weak)[-1]
-        if not literal_secret(value, quoted, word=word, shell_word=True):
-            continue
-        if not strong and not _KEY_LIKE.match(value):
-            continue  # SORT_KEY=created_at, CACHE_KEY=v2: a key of another kind
-        yield kind_of_word(word), view.to_source(m.span(name))
+        # with a weak word only, the value must look like a key (SORT_KEY=created_at, CACHE_KEY=v2: another kind)
+        if literal_secret(value, quoted, word=word, shell_word=True) and (strong or _KEY_LIKE.match(value)):
+            yield kind_of_word(word), view.to_source(m.span(name))
 
 
 def _sas_signatures(text: str) -> Iterator[Find]:
     versions = [m.start() for m in _SAS_VERSION.finditer(text)]  # one pass, then a bisection per sig=
-    if not versions:
-        return
     for m in _SAS_SIG.finditer(text):
         i = bisect.bisect_left(versions, m.start() - _SAS_REACH)
         if i < len(versions) and versions[i] <= m.end() + _SAS_REACH:
@@ -364,8 +340,7 @@ def _sas_signatures(text: str) -> Iterator[Find]:
 
 def _assignments(view: LineView) -> Iterator[Find]:
     for m in _ASSIGN.finditer(view.text):
-        name, quoted = _value_group(m) or ("val", False)
-        value = m.group(name)
+        name, value, quoted = _value(m)
         key = m.group("word") + m.group("tail")
         if _ID_TAIL.search(key):
             continue  # token_id, secret_key_id, passwordIds: the name of an identifier
@@ -378,7 +353,7 @@ def _assignments(view: LineView) -> Iterator[Find]:
 def find_pattern_secrets(scan: ScanText) -> Iterator[Find]:
     """(kind, span) of every find of our own patterns in ``scan.text``; unordered, possibly overlapping."""
     text, lowered = scan.text, scan.lowered
-    view = scan.token_view()
+    view = scan.token_view
     for kind, hints, rx, group in _TOKENS if view.text else ():  # most texts hold no 20-character token
         if any(h in view.text for h in hints):
             for m in rx.finditer(view.text):
@@ -394,12 +369,8 @@ def find_pattern_secrets(scan: ScanText) -> Iterator[Find]:
     for kind, hints, command, flag in _COMMANDS:
         if any(h in lowered for h in hints):
             yield from _command_credentials(text, kind, command, flag)
-    lines = scan.lines_with(CREDENTIAL_NEEDLES)
-    if lines:
-        view = LineView(text, lines)
-        yield from _flags(view)
-        yield from _assignments(view)
+    view = LineView(text, scan.lines_with(CREDENTIAL_NEEDLES))  # no line: an empty view, nothing found
+    yield from _flags(view)
+    yield from _assignments(view)
     if "=" in text:
-        lines = scan.lines_with(DOTENV_NEEDLES)
-        if lines:
-            yield from _dotenv(LineView(text, lines))
+        yield from _dotenv(LineView(text, scan.lines_with(DOTENV_NEEDLES)))

@@ -17,10 +17,8 @@ from typing import Any
 
 from ..history.messages import FunctionCall, Message, ToolCall
 from .detectors import find_detector_secrets
-from .line_view import ScanText
+from .line_view import ScanText, Span
 from .patterns import find_pattern_secrets
-
-Span = tuple[int, int]
 
 _MIN_SECRET_CHARS = 4  # the shortest value any detector redacts
 # Kinds that say only where a secret stood (an assignment, a high-entropy string); a find of the same span
@@ -35,33 +33,30 @@ def find_secrets(text: str) -> list[tuple[str, Span]]:
     if len(text) < _MIN_SECRET_CHARS:
         return []
     scan = ScanText(text)
-    found = [(a, -(b - a), kind in GENERIC_KINDS, 0, kind) for kind, (a, b) in find_pattern_secrets(scan) if b > a]
-    found += [(a, -(b - a), kind in GENERIC_KINDS, 1, kind) for kind, (a, b) in find_detector_secrets(scan) if b > a]
-    found.sort()
+    found = sorted(
+        (a, a - b, kind in GENERIC_KINDS, theirs, kind)
+        for theirs, finds in enumerate((find_pattern_secrets(scan), find_detector_secrets(scan)))
+        for kind, (a, b) in finds
+        if b > a
+    )
     out: list[tuple[str, Span]] = []
     for a, neg_len, _, _, kind in found:
-        b = a - neg_len
         if out and a < out[-1][1][1]:
             last_kind, (la, lb) = out[-1]
-            out[-1] = (last_kind, (la, max(lb, b)))
+            out[-1] = (last_kind, (la, max(lb, a - neg_len)))
         else:
-            out.append((kind, (a, b)))
+            out.append((kind, (a, a - neg_len)))
     return out
 
 
 def redact(text: str) -> str:
     """``text`` with every secret replaced by ``[REDACTED:<kind>]``."""
-    secrets = find_secrets(text)
-    if not secrets:
-        return text
     parts: list[str] = []
     pos = 0
-    for kind, (a, b) in secrets:
-        parts.append(text[pos:a])
-        parts.append(f"[REDACTED:{kind}]")
+    for kind, (a, b) in find_secrets(text):
+        parts += (text[pos:a], f"[REDACTED:{kind}]")
         pos = b
-    parts.append(text[pos:])
-    return "".join(parts)
+    return "".join(parts) + text[pos:] if parts else text
 
 
 def redact_json(value: Any) -> Any:
@@ -80,36 +75,32 @@ def redact_arguments(arguments: str) -> str:
     were elsewhere); should that break the JSON (a span ending inside an escape), each string value of the
     parsed arguments is redacted instead."""
     out = redact(arguments)
-    if out == arguments:
+    if out == arguments or not _is_json(arguments) or _is_json(out):  # unchanged, text to begin with, or still JSON
         return out
+    return json.dumps(redact_json(json.loads(arguments)), ensure_ascii=False)
+
+
+def _is_json(text: str) -> bool:
     try:
-        json.loads(arguments)
+        json.loads(text)
     except (ValueError, RecursionError):
-        return out  # not JSON to begin with: text is text
-    try:
-        json.loads(out)
-        return out
-    except (ValueError, RecursionError):
-        return json.dumps(redact_json(json.loads(arguments)), ensure_ascii=False)
+        return False
+    return True
 
 
 def redact_message(message: Message) -> Message:
     """``message`` with secrets redacted from its content (text and text parts), its tool calls' arguments and
     names; the same object when there is nothing to redact."""
     message = message.with_text(redact)
-    changes: dict[str, Any] = {}
-    if message.tool_calls:
-        calls = tuple(
-            ToolCall(
-                id=c.id,
-                type=c.type,
-                function=FunctionCall(name=redact(c.function.name), arguments=redact_arguments(c.function.arguments)),
-            )
-            for c in message.tool_calls
+    calls = tuple(
+        ToolCall(
+            id=c.id,
+            type=c.type,
+            function=FunctionCall(name=redact(c.function.name), arguments=redact_arguments(c.function.arguments)),
         )
-        if calls != message.tool_calls:
-            changes["tool_calls"] = calls
-    return message.model_copy(update=changes) if changes else message
+        for c in message.tool_calls or ()
+    )
+    return message if calls == (message.tool_calls or ()) else message.model_copy(update={"tool_calls": calls})
 
 
 def redact_messages(messages: list[Message]) -> list[Message]:
