@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..history.messages import Message
 from ..history.shell import parse_shell
-from .operations import (
-    _content_ops,
-    _Ctx,
-    _join,
-    _Op,
-    _python_code_ops,
-    _shell_ops,
-)
-from .rules import _clip, _is_returncode, _runs_text_actions, _shell_blocks
+from .operations import _content_ops, _Ctx, _join, _Op, _python_code_ops, _shell_ops
+from .rules import _SHELL_BLOCK, _clip, _is_returncode, _runs_text_actions
 
 # ----------------------------------------------------------------------------------------- actions
 
@@ -53,6 +47,10 @@ _SEARCH_REPLACE = re.compile(
     re.M | re.S,
 )
 _APPLIED_EDIT = re.compile(r"^(?:>\s*)?Applied edit to (\S[^\n]*?)\s*$", re.M)
+_SWE_AGENT_COMMANDS = frozenset(
+    "create open str_replace_editor insert append goto scroll_up scroll_down search_file search_dir find_file submit "
+    "view".split()
+)
 
 
 def _call_ops(name: str, arguments: str, ctx: _Ctx, evidence: str) -> list[_Op]:
@@ -73,7 +71,7 @@ def _call_ops(name: str, arguments: str, ctx: _Ctx, evidence: str) -> list[_Op]:
             mode = _EDITOR_WRITES.get(sub or "", "create" if re.search(r"write|create", lname) else "modify")
             ops: list[_Op] = []
             if p is not None:
-                ops.append(_Op("write", (p,), evidence, content, mode))
+                ops.append(_Op("write", (p,), evidence, mode))
                 if mode == "create" and content is not None:
                     ctx.files[p] = content
                 if lname == "create":
@@ -94,7 +92,7 @@ def _call_ops(name: str, arguments: str, ctx: _Ctx, evidence: str) -> list[_Op]:
         and ("search" in args or "text" in args or "replace" in args)
     ):
         text = args.get("replace") or args.get("text")
-        ops = [_Op("write", (ctx.open_file,), evidence, None, "modify")]
+        ops = [_Op("write", (ctx.open_file,), evidence, "modify")]
         if isinstance(text, str):
             search = args.get("search")
             ops.extend(_content_ops(_added(search, text) if isinstance(search, str) else text, evidence))
@@ -105,19 +103,17 @@ def _call_ops(name: str, arguments: str, ctx: _Ctx, evidence: str) -> list[_Op]:
     if shell is not None:
         return _text_command_ops(shell, ctx)
     code = args.get("code")
-    if isinstance(code, str) and ("python" in lname or "ipython" in lname):
+    if isinstance(code, str) and "python" in lname:  # also ipython
         return _python_code_ops(code, ctx.cwd, evidence)
     return []
 
 
 def _added(old: str, new: str) -> str:
     """The lines of ``new`` that ``old`` does not have (what an edit adds; its context lines are not new)."""
-    have: dict[str, int] = {}
-    for line in old.splitlines():
-        have[line] = have.get(line, 0) + 1
+    have = Counter(old.splitlines())
     added = []
     for line in new.splitlines():
-        if have.get(line, 0):
+        if have[line]:
             have[line] -= 1
         else:
             added.append(line)
@@ -131,24 +127,10 @@ def _text_command_ops(command: str, ctx: _Ctx) -> list[_Op]:
         if not ctx.open_file:
             return []
         ev = _clip(command.splitlines()[0])
-        return [_Op("write", (ctx.open_file,), ev, None, "modify"), *_content_ops(m.group("body"), ev)]
+        return [_Op("write", (ctx.open_file,), ev, "modify"), *_content_ops(m.group("body"), ev)]
     first = command.strip().split(None, 1)
     head = first[0] if first else ""
-    if head in (
-        "create",
-        "open",
-        "str_replace_editor",
-        "insert",
-        "append",
-        "goto",
-        "scroll_up",
-        "scroll_down",
-        "search_file",
-        "search_dir",
-        "find_file",
-        "submit",
-        "view",
-    ):
+    if head in _SWE_AGENT_COMMANDS:
         cmds = parse_shell(command.split("\n", 1)[0] if head != "str_replace_editor" else command)
         words = cmds[0].words if cmds else []
         ev = _clip(command.split("\n", 1)[0])
@@ -156,20 +138,20 @@ def _text_command_ops(command: str, ctx: _Ctx) -> list[_Op]:
             p = _join(ctx.cwd, words[1])
             if p:
                 ctx.open_file = p
-                return [_Op("write", (p,), ev, "", "create")]
+                return [_Op("write", (p,), ev, "create")]
             return []
         if head == "open" and len(words) > 1:
             ctx.open_file = _join(ctx.cwd, words[1])
             return []
         if head in ("insert", "append") and ctx.open_file:
-            return [_Op("write", (ctx.open_file,), ev, None, "modify")]
+            return [_Op("write", (ctx.open_file,), ev, "modify")]
         if head == "str_replace_editor" and len(words) > 2 and words[1] in _EDITOR_WRITES:
             p = _join(ctx.cwd, words[2])
             content = None
             for key in ("--file_text", "--new_str"):
                 if key in words and words.index(key) + 1 < len(words):
                     content = words[words.index(key) + 1]
-            ops = [_Op("write", (p,), ev, content, _EDITOR_WRITES[words[1]])] if p else []
+            ops = [_Op("write", (p,), ev, _EDITOR_WRITES[words[1]])] if p else []
             if content:
                 ops.extend(_content_ops(content, ev))
             return ops
@@ -205,7 +187,7 @@ def actions(messages: list[Message]) -> list[_Action]:
                     if p is None:
                         continue
                     evidence = _clip(f"Applied edit to {f}")
-                    ops.append(_Op("write", (p,), evidence, None, "modify"))
+                    ops.append(_Op("write", (p,), evidence, "modify"))
                     for block in _SEARCH_REPLACE.finditer(messages[step].text):
                         if block.group("file").strip().strip("`") == f:
                             ops.extend(_content_ops(_added(block.group("search"), block.group("replace")), evidence))
@@ -220,7 +202,7 @@ def actions(messages: list[Message]) -> list[_Action]:
                 ops = _call_ops(call.function.name, call.function.arguments, shared, evidence)
                 out.append(_Action(i, ops, results.get(call.id, results.get(None))))
             continue
-        blocks = _shell_blocks(m.text) if text_actions else []
+        blocks = _SHELL_BLOCK.findall(m.text) if text_actions else []
         if not blocks:
             continue
         nxt = messages[i + 1] if i + 1 < len(messages) else None

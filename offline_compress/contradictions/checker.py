@@ -5,16 +5,18 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..history.messages import Message, as_messages
 from .actions import _Action, actions
-from .operations import _norm_pkg, _Op
+from .operations import _Op
 from .rules import (
     Contradiction,
     ContradictionReport,
     Rule,
     _clip,
+    _norm_pkg,
     _outside_tree,
     _under,
     constraint_candidates,
@@ -37,23 +39,16 @@ from .tree import (
 
 
 def _without_missing(op: _Op, missing: list[str]) -> _Op | None:
-    """``op`` less the paths the command said were not there; None when a copy or move has nothing left."""
-    kind = op.kind
-    if kind in ("write", "delete", "copy", "move", "touch", "revert") and any(
-        _same_file(p, m) for p in op.paths for m in missing
-    ):
-        # the command said the file was not there: it did nothing to it
-        op = _Op(
-            kind,
-            tuple(p for p in op.paths if not any(_same_file(p, m) for m in missing)),
-            op.evidence,
-            op.content,
-            op.mode,
-            op.extra,
-        )
-        if kind in ("copy", "move") and len(op.paths) < 2:
-            return None
-    return op
+    """``op`` less the paths the command said were not there (it did nothing to them); None when a copy or move
+    has nothing left."""
+    if op.kind not in ("write", "delete", "copy", "move", "touch", "revert"):
+        return op
+    kept = tuple(p for p in op.paths if not any(_same_file(p, m) for m in missing))
+    if len(kept) == len(op.paths):
+        return op
+    if op.kind in ("copy", "move") and len(kept) < 2:
+        return None
+    return replace(op, paths=kept)
 
 
 class _Checker:
@@ -73,7 +68,7 @@ class _Checker:
         return [r for r in self.rules if r.kind == kind and (r.message_index is None or r.message_index < step)]
 
     def _path_rules(self, key: str, step: int) -> list[Rule]:
-        if _outside_tree(key) or key.startswith("~outside/"):
+        if _outside_tree(key):  # also the "~outside/" paths above the working tree
             return []
         out = []
         for r in self._active("protected-path", step):
@@ -97,8 +92,12 @@ class _Checker:
             pend = self.pending.setdefault(key, [])
             if any(self.hits[h].rule.name == rule.name and self.hits[h].step == step for h in pend):
                 continue
-            self.hits.append(_Hit(rule, step, evidence, key))
-            pend.append(len(self.hits) - 1)
+            pend.append(self._hit(rule, step, evidence, key))
+
+    def _hit(self, rule: Rule, step: int, evidence: str, target: str, final: bool = False) -> int:
+        """Record a contradiction; its index in ``hits``."""
+        self.hits.append(_Hit(rule, step, evidence, target, final))
+        return len(self.hits) - 1
 
     def _restored(self, key: str) -> None:
         self.pending.pop(key, None)
@@ -107,12 +106,10 @@ class _Checker:
         step = action.step
         diff_seen = False
         missing = _missing_paths(action.output)
-        for op in action.ops:
-            if missing:
-                found = _without_missing(op, missing)
-                if found is None:
-                    continue
-                op = found
+        for each in action.ops:
+            op = _without_missing(each, missing)
+            if op is None:
+                continue
             if op.kind == "diff":
                 if not diff_seen and action.output is not None:
                     diff_seen = True
@@ -127,7 +124,7 @@ class _Checker:
         if kind == "write":
             for p in op.paths:
                 k = tree.key(p)
-                tree.write(k, op.content, op.mode)
+                tree.write(k, op.mode)
                 self._changed(k, step, op.evidence)
         elif kind == "touch":
             self._touch(op, step)
@@ -170,13 +167,12 @@ class _Checker:
             self._names(op, step, action)
 
     def _touch(self, op: _Op, step: int) -> None:
-        """``touch``: a new empty file only where the file cannot have existed."""
+        """``touch`` only changes an existing file's time: a new empty file only where the file cannot have existed."""
         tree = self.tree
         for p in op.paths:
             k = tree.key(p)
-            # touch only changes an existing file's time: a new file only where it cannot have existed
             if tree.version[k] == _ABSENT or (tree.untouched(k) and tree.in_made_dir(k)):
-                tree.write(k, "", "create")
+                tree.write(k, "create")
                 self._changed(k, step, op.evidence)
 
     def _copy(self, op: _Op, step: int) -> None:
@@ -187,7 +183,6 @@ class _Checker:
         if ks == kd:
             return
         tree.version[kd] = tree.version[ks]
-        tree.content[kd] = tree.content.get(ks)
         self._changed(kd, step, op.evidence)
         if op.kind == "move":
             tree.delete(ks)
@@ -214,11 +209,11 @@ class _Checker:
     def _stash(self, op: _Op) -> None:
         """``git stash``: the changed files (untracked ones with ``-u``) saved and back at their start."""
         tree = self.tree
-        saved: dict[str, tuple[tuple[str, ...], str | None]] = {}
+        saved: dict[str, tuple[str, ...]] = {}
         include_untracked = "untracked" in op.extra
         for k in list(tree.version):
             if tree.differs(k) and (include_untracked or tree.tracked(k)):
-                saved[k] = (tree.version[k], tree.content.get(k))
+                saved[k] = tree.version[k]
                 tree.version[k] = (_HEAD, k) if tree.tracked(k) else _ABSENT
                 self.stashed_pending[k] = self.pending.pop(k, [])
         tree.stash.append(saved)
@@ -228,9 +223,8 @@ class _Checker:
         tree = self.tree
         if tree.stash:
             saved = tree.stash.pop() if kind == "stash-pop" else tree.stash[-1]
-            for k, (version, content) in saved.items():
+            for k, version in saved.items():
                 tree.version[k] = version  # the stashed changes come back: same contradictions, not new ones
-                tree.content[k] = content
                 self.pending[k] = self.stashed_pending.pop(k, []) + self.pending.get(k, [])
 
     def _clean(self, op: _Op, step: int) -> None:
@@ -301,7 +295,7 @@ class _Checker:
         against_head = "HEAD" in opts
         stage_all = any(o.kind == "stage-all" for o in action.ops)
         for k in list(tree.version):
-            if not tree.differs(k) or k in shown or _outside_tree(k) or k.startswith("~outside/"):
+            if not tree.differs(k) or k in shown or _outside_tree(k):
                 continue
             tracked = tree.tracked(k)
             staged = tree.all_staged or k in tree.staged
@@ -321,8 +315,7 @@ class _Checker:
         rules = self._active("no-push", step)
         if not rules:
             return
-        operands = list(op.extra)
-        refspecs = operands[1:] if operands else []
+        refspecs = op.extra[1:]  # after the remote
         targets: list[str] = []
         for ref in refspecs:
             dst = ref.split(":", 1)[1] if ":" in ref else ref
@@ -335,24 +328,22 @@ class _Checker:
             targets.append(self.branch)
         for rule in rules:
             if not rule.targets:
-                self.hits.append(_Hit(rule, step, op.evidence, ",".join(targets), True))
+                self._hit(rule, step, op.evidence, ",".join(targets), True)
                 continue
             for t in targets:
                 if t in rule.targets:
-                    self.hits.append(_Hit(rule, step, op.evidence, t, True))
+                    self._hit(rule, step, op.evidence, t, True)
                     break
 
     def _install(self, op: _Op, step: int) -> None:
         for rule in self._active("no-install", step):
             for pkg in op.extra:
                 if not rule.targets or pkg in rule.targets:
-                    self.hits.append(_Hit(rule, step, op.evidence, pkg, True))
-                    self.installed.setdefault(pkg, []).append(len(self.hits) - 1)
+                    self.installed.setdefault(pkg, []).append(self._hit(rule, step, op.evidence, pkg, True))
         for rule in self._active("forbidden-name", step):
             name = rule.targets[0]
             if not name.startswith("-") and _norm_pkg(name) in op.extra:
-                self.hits.append(_Hit(rule, step, op.evidence, name, True))
-                self.installed.setdefault(_norm_pkg(name), []).append(len(self.hits) - 1)
+                self.installed.setdefault(_norm_pkg(name), []).append(self._hit(rule, step, op.evidence, name, True))
 
     def _names(self, op: _Op, step: int, action: _Action) -> None:
         for rule in self._active("forbidden-name", step):
@@ -369,11 +360,10 @@ class _Checker:
                 continue
             if any(h.rule.name == rule.name and h.step == step for h in self.hits):
                 continue
-            self.hits.append(_Hit(rule, step, op.evidence, name, False))
-            if op.kind.startswith("written"):
-                written = [o for o in action.ops if o.kind == "write" and o.paths]
-                if written:
-                    self.written_uses.append((len(self.hits) - 1, self.tree.key(written[0].paths[0])))
+            h = self._hit(rule, step, op.evidence, name)
+            written = next((o for o in action.ops if o.kind == "write" and o.paths), None)
+            if op.kind.startswith("written") and written is not None:
+                self.written_uses.append((h, self.tree.key(written.paths[0])))
 
     def finish(self) -> list[Contradiction]:
         for key, idxs in self.pending.items():

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
-from .operation import _Ctx, _join, _move_ops, _Op, _options, _patch_files, _strip_level
+from .operation import _change_ops, _Ctx, _join, _move_ops, _Op, _options, _patch_files, _paths, _strip_level
 
 _REV = re.compile(r"\A(?:HEAD(?:[~^]\d*)*|[0-9a-f]{7,40}|(?:origin|upstream)/[\w./-]+|@(?:\{.*\})?)\Z")
 
@@ -22,10 +21,6 @@ def _git_ops(args: list[str], ctx: _Ctx, evidence: str, stdin: str | None) -> li
     if not args:
         return []
     sub, rest = args[0], args[1:]
-
-    def paths(items: Iterable[str]) -> tuple[str, ...]:
-        return tuple(p for p in (_join(cwd, a) for a in items) if p is not None)
-
     if sub == "checkout":
         if any(a in ("-b", "-B", "--orphan") for a in rest):
             opts, operands = _options(rest, ("-b", "-B", "--orphan"))
@@ -51,18 +46,18 @@ def _git_ops(args: list[str], ctx: _Ctx, evidence: str, stdin: str | None) -> li
             else:
                 rev, files = None, operands
         if rev in (None, "HEAD", "@"):
-            return [_Op("revert", paths(files), evidence)]
-        return [_Op("write", p, evidence, None, "modify") for p in (paths(files),) if p]
+            return [_Op("revert", _paths(cwd, files), evidence)]
+        return _change_ops("write", _paths(cwd, files), evidence)
     if sub == "restore":
         opts, operands = _options(rest, ("-s", "--source"))
         source = next((opts[k + 1] for k, o in enumerate(opts[:-1]) if o in ("-s", "--source")), None)
         source = source or next((o.split("=", 1)[1] for o in opts if o.startswith("--source=")), None)
         staged_only = any(o in ("--staged", "-S") for o in opts) and not any(o in ("--worktree", "-W") for o in opts)
         if staged_only:
-            return [_Op("unstage", paths(operands), evidence)]
+            return [_Op("unstage", _paths(cwd, operands), evidence)]
         if source in (None, "HEAD", "@"):
-            return [_Op("revert", paths(operands), evidence)]
-        return [_Op("write", paths(operands), evidence, None, "modify")]
+            return [_Op("revert", _paths(cwd, operands), evidence)]
+        return _change_ops("write", _paths(cwd, operands), evidence)
     if sub == "stash":
         action = rest[0] if rest and not rest[0].startswith("-") else "push"
         if action in ("push", "save"):
@@ -77,21 +72,21 @@ def _git_ops(args: list[str], ctx: _Ctx, evidence: str, stdin: str | None) -> li
         if "--hard" in rest:
             return [_Op("revert-all", (), evidence)]
         operands = [a for a in rest if not a.startswith("-") and a != "HEAD"]
-        return [_Op("unstage", paths(operands), evidence)]
+        return [_Op("unstage", _paths(cwd, operands), evidence)]
     if sub == "clean":
         opts, operands = _options(rest, ("-e", "--exclude"))
         flags = "".join(o.lstrip("-") for o in opts if not o.startswith("--"))
         if ("f" in flags or "--force" in opts) and "n" not in flags and "--dry-run" not in opts:
-            return [_Op("clean", paths(operands), evidence)]
+            return [_Op("clean", _paths(cwd, operands), evidence)]
         return []
     if sub == "rm":
         opts, operands = _options(rest)
         if "--cached" in opts:
             return []
-        return [_Op("delete", paths(operands), evidence)]
+        return [_Op("delete", _paths(cwd, operands), evidence)]
     if sub == "mv":
         _opts, operands = _options(rest)
-        return _move_ops("move", paths(operands), evidence)
+        return _move_ops("move", _paths(cwd, operands), evidence)
     if sub == "apply" or sub == "am":
         opts, operands = _options(rest, ("-p", "--directory", "--exclude", "--include"))
         if any(o in ("--check", "--stat", "--numstat", "--summary") for o in opts):
@@ -100,14 +95,13 @@ def _git_ops(args: list[str], ctx: _Ctx, evidence: str, stdin: str | None) -> li
         for a in operands:
             p = _join(cwd, a)
             text = ctx.files.get(p, text) if p else text
-        patched = paths(_patch_files(text or "", _strip_level(opts, 1)))
-        kind = "revert" if any(o in ("-R", "--reverse") for o in opts) else "write"
-        return [_Op(kind, patched, evidence, None, "modify")] if patched else []
+        patched = _paths(cwd, _patch_files(text or "", _strip_level(opts, 1)))
+        return _change_ops("revert" if any(o in ("-R", "--reverse") for o in opts) else "write", patched, evidence)
     if sub == "add":
         opts, operands = _options(rest)
         if any(o in ("-A", "--all") for o in opts) or "." in operands:
             return [_Op("stage-all", (), evidence)]
-        return [_Op("stage", paths(operands), evidence)]
+        return [_Op("stage", _paths(cwd, operands), evidence)]
     if sub == "commit":
         return [_Op("commit", (), evidence)]
     if sub == "push":
@@ -123,5 +117,5 @@ def _git_ops(args: list[str], ctx: _Ctx, evidence: str, stdin: str | None) -> li
         if any(r != "HEAD" for r in revs):
             return []  # a diff against another commit says nothing about the working tree alone
         files = [a for a in operands if a not in revs]
-        return [_Op("diff", paths(files), evidence, extra=tuple(opts) + tuple(revs))]
+        return [_Op("diff", _paths(cwd, files), evidence, extra=tuple(opts) + tuple(revs))]
     return []

@@ -18,17 +18,12 @@ class _Op:
     kind: str
     paths: tuple[str, ...] = ()
     evidence: str = ""
-    content: str | None = None  # text written, when known
     mode: str = "create"  # write: create | modify | append
     extra: tuple[str, ...] = ()  # packages / branches / names / flags
 
 
 _PREFIX_CMDS = frozenset({"sudo", "env", "nohup", "time", "command", "exec", "stdbuf", "nice", "timeout", "builtin"})
-
-
 _PREFIX_VALUE_OPTIONS = frozenset({"-n", "-u", "-g", "-k", "-s", "--signal", "--kill-after"})
-
-
 _ASSIGN = re.compile(r"\A[A-Za-z_]\w*=")
 
 
@@ -54,6 +49,11 @@ def _join(cwd: str | None, path: str) -> str | None:
     if norm.startswith("../") or norm == "..":
         return "~outside/" + norm  # above the working tree
     return "" if norm == "." else norm
+
+
+def _paths(cwd: str | None, items: Iterable[str]) -> tuple[str, ...]:
+    """The paths of ``items`` that can be read (no variables, no standard streams)."""
+    return tuple(p for p in (_join(cwd, a) for a in items) if p is not None)
 
 
 def _strip_prefix(words: list[str]) -> list[str]:
@@ -122,9 +122,7 @@ def _strip_level(opts: list[str], default: int) -> int:
 
 def _patch_files(text: str, strip: int) -> list[str]:
     """Files a unified diff changes (``+++`` lines, ``diff --git`` headers), with ``strip`` leading parts removed."""
-    out = []
-    for m in re.finditer(r"^diff --git a/(\S+) b/(\S+)", text, re.M):
-        out.append(m.group(2))
+    out = [m.group(2) for m in re.finditer(r"^diff --git a/(\S+) b/(\S+)", text, re.M)]
     if not out:
         for m in re.finditer(r"^\+\+\+ ([^\t\n]+)", text, re.M):
             p = m.group(1).strip()
@@ -133,6 +131,11 @@ def _patch_files(text: str, strip: int) -> list[str]:
             parts = p.split("/")
             out.append("/".join(parts[strip:]) if len(parts) > strip else parts[-1])
     return list(dict.fromkeys(out))
+
+
+def _change_ops(kind: str, paths: tuple[str, ...], evidence: str) -> list[_Op]:
+    """``kind`` (a write or a revert) of files changed in place; nothing when no path could be read."""
+    return [_Op(kind, paths, evidence, "modify")] if paths else []
 
 
 def _move_ops(kind: str, operands: tuple[str, ...], evidence: str) -> list[_Op]:

@@ -5,26 +5,52 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
+from dataclasses import replace
 
 from ..history.shell import parse_shell
 from .git import _git_ops
-from .operation import _Ctx, _inplace_suffix, _join, _move_ops, _Op, _options, _patch_files, _strip_level, _strip_prefix
+from .operation import (
+    _change_ops,
+    _Ctx,
+    _inplace_suffix,
+    _join,
+    _move_ops,
+    _Op,
+    _options,
+    _patch_files,
+    _paths,
+    _strip_level,
+    _strip_prefix,
+)
 from .rules import _clip, _norm_pkg
 
 _PYTHON = re.compile(r"\A(?:python|python\d+(?:\.\d+)?|pypy\d*)\Z")
-
-
 _PIP = re.compile(r"\Apip\d*(?:\.\d+)?\Z")
+_PIP_VALUE_OPTIONS = """-r --requirement -c --constraint -i --index-url --extra-index-url -t --target -e --editable -f
+--find-links --prefix --root --python""".split()
+_MANAGERS = {  # package manager -> (its install subcommands, its uninstall subcommands)
+    "conda": ({"install", "create"}, {"remove", "uninstall"}),
+    "mamba": ({"install"}, {"remove", "uninstall"}),
+    "micromamba": ({"install"}, {"remove", "uninstall"}),
+    "apt": ({"install"}, {"remove", "purge"}),
+    "apt-get": ({"install"}, {"remove", "purge"}),
+    "npm": ({"install", "i", "add"}, {"uninstall", "remove", "rm"}),
+    "yarn": ({"add"}, {"remove"}),
+    "pnpm": ({"add", "install", "i"}, {"remove", "rm", "uninstall"}),
+    "poetry": ({"add"}, {"remove"}),
+    "uv": ({"add"}, {"remove"}),
+    "gem": ({"install"}, {"uninstall"}),
+    "cargo": ({"add", "install"}, {"remove", "uninstall"}),
+    "brew": ({"install"}, {"uninstall", "remove"}),
+}
 
 
 def _python_code_ops(code: str, cwd: str | None, evidence: str) -> list[_Op]:
     """Effects of a Python program text: writes/deletes/copies of files named by literals or variables."""
     ops: list[_Op] = []
     str_lit = r"""[rRbBuU]?(?P<q{n}>['"])(?P<s{n}>(?:\\.|(?!(?P=q{n})).)*?)(?P=q{n})"""
-    assigns: list[tuple[int, str, str]] = []
-    for m in re.finditer(r"^[ \t]*(?P<name>\w+)\s*=\s*(?:(?:pathlib\.)?Path\(\s*)?" + str_lit.format(n=0), code, re.M):
-        assigns.append((m.start(), m.group("name"), m.group("s0")))
+    assign = r"^[ \t]*(?P<name>\w+)\s*=\s*(?:(?:pathlib\.)?Path\(\s*)?" + str_lit.format(n=0)
+    assigns = [(m.start(), m.group("name"), m.group("s0")) for m in re.finditer(assign, code, re.M)]
 
     def resolve(expr: str, pos: int) -> str | None:
         expr = expr.strip()
@@ -53,7 +79,7 @@ def _python_code_ops(code: str, cwd: str | None, evidence: str) -> list[_Op]:
                 return
             ops.append(_Op(kind, (path, dst), evidence))
         else:
-            ops.append(_Op(kind, (path,), evidence, None, mode))
+            ops.append(_Op(kind, (path,), evidence, mode))
 
     for m in re.finditer(r"\bopen\(\s*" + arg + r"\s*,\s*(?:mode\s*=\s*)?" + str_lit.format(n=1), code):
         mode = m.group("s1")
@@ -114,70 +140,26 @@ def _install_ops(prog: str, args: list[str], evidence: str) -> list[_Op]:
     def named(operands: list[str]) -> tuple[str, ...]:
         out = []
         for a in operands:
-            if (
-                a in (".", "..")
-                or "/" in a
-                or a.startswith((".", "-"))
-                or a.endswith((".txt", ".whl", ".tar.gz", ".zip"))
-            ):
+            # not a package of the index: the project or another path (".", "..", "./x"), a file, an option
+            if "/" in a or a.startswith((".", "-")) or a.endswith((".txt", ".whl", ".tar.gz", ".zip")):
                 continue
             out.append(_norm_pkg(a))
         return tuple(x for x in dict.fromkeys(out) if x)
 
-    sub = args[0] if args else ""
-    rest = args[1:]
-    if _PIP.match(prog) or prog == "uv" and sub == "pip":
+    if _PIP.match(prog) or prog == "uv" and args[:1] == ["pip"]:
         if prog == "uv":
-            sub, rest = (rest[0] if rest else ""), rest[1:]
-        opts, operands = _options(
-            rest,
-            (
-                "-r",
-                "--requirement",
-                "-c",
-                "--constraint",
-                "-i",
-                "--index-url",
-                "--extra-index-url",
-                "-t",
-                "--target",
-                "-e",
-                "--editable",
-                "-f",
-                "--find-links",
-                "--prefix",
-                "--root",
-                "--python",
-            ),
-        )
-        if sub == "install":
-            packages = named(operands)
-            return [_Op("install", (), evidence, extra=packages)] if packages else []
-        if sub == "uninstall":
-            return [_Op("uninstall", (), evidence, extra=named(operands))]
+            args = args[1:]
+        sub = args[0] if args else ""
+        _opts, operands = _options(args[1:], _PIP_VALUE_OPTIONS)
+        installs, removes = {"install"}, {"uninstall"}
+    elif prog in _MANAGERS:
+        _opts, operands = _options(args, ("-c", "--channel", "-n", "--name", "-p", "--prefix", "-o"))
+        if not operands:
+            return []
+        sub, operands = operands[0], operands[1:]
+        installs, removes = _MANAGERS[prog]
+    else:
         return []
-    table = {
-        "conda": ({"install", "create"}, {"remove", "uninstall"}),
-        "mamba": ({"install"}, {"remove", "uninstall"}),
-        "micromamba": ({"install"}, {"remove", "uninstall"}),
-        "apt": ({"install"}, {"remove", "purge"}),
-        "apt-get": ({"install"}, {"remove", "purge"}),
-        "npm": ({"install", "i", "add"}, {"uninstall", "remove", "rm"}),
-        "yarn": ({"add"}, {"remove"}),
-        "pnpm": ({"add", "install", "i"}, {"remove", "rm", "uninstall"}),
-        "poetry": ({"add"}, {"remove"}),
-        "uv": ({"add"}, {"remove"}),
-        "gem": ({"install"}, {"uninstall"}),
-        "cargo": ({"add", "install"}, {"remove", "uninstall"}),
-        "brew": ({"install"}, {"uninstall", "remove"}),
-    }
-    if prog not in table:
-        return []
-    _opts, operands = _options(args, ("-c", "--channel", "-n", "--name", "-p", "--prefix", "-o"))
-    if not operands:
-        return []
-    sub, operands = operands[0], operands[1:]
-    installs, removes = table[prog]
     if sub in installs:
         packages = named(operands)
         return [_Op("install", (), evidence, extra=packages)] if packages else []
@@ -224,18 +206,18 @@ def _shell_ops(src: str, ctx: _Ctx, depth: int = 0) -> list[_Op]:
                 if p is None:
                     continue
                 append = op in (">>", "&>>")
-                ops.append(_Op("write", (p,), evidence, out_text, "append" if append else "create"))
+                ops.append(_Op("write", (p,), evidence, "append" if append else "create"))
                 if out_text:
                     ops.extend(_content_ops(out_text, evidence))
                 if out_text is not None:
                     ctx.files[p] = (ctx.files.get(p, "") if append else "") + out_text
                 elif not append:
                     ctx.files.pop(p, None)
-        prev_stdin = out_text if out_text is not None else None
+        prev_stdin = out_text
         if not words:
             continue
         ops.extend(_command_ops(prog, args, words, ctx, evidence, stdin, depth))
-        if prog in ("tee",) and stdin is not None:
+        if prog == "tee" and stdin is not None:
             prev_stdin = stdin
     return ops
 
@@ -248,10 +230,6 @@ def _command_ops(
     flags = tuple(a for a in words if a.startswith("-"))
     if flags:
         ops.append(_Op("flags", (), evidence, extra=flags))
-
-    def paths(items: Iterable[str]) -> tuple[str, ...]:
-        return tuple(p for p in (_join(cwd, a) for a in items) if p is not None)
-
     if prog == "cd":
         target = next((a for a in args if not a.startswith("-")), "~")
         ctx.cwd = _join(cwd, target) if target not in ("~", "-") else None
@@ -260,25 +238,25 @@ def _command_ops(
         return ops
     if prog == "rm":
         _opts, operands = _options(args)
-        return ops + [_Op("delete", paths(operands), evidence)]
+        return ops + [_Op("delete", _paths(cwd, operands), evidence)]
     if prog == "touch":
         _opts, operands = _options(args, ("-t", "-d", "-r", "--reference"))
-        return ops + [_Op("touch", paths(operands), evidence)]
+        return ops + [_Op("touch", _paths(cwd, operands), evidence)]
     if prog == "mkdir":
         _opts, operands = _options(args, ("-m", "--mode"))
-        return ops + [_Op("mkdir", paths(operands), evidence)]
+        return ops + [_Op("mkdir", _paths(cwd, operands), evidence)]
     if prog in ("cp", "mv"):
         opts, operands = _options(args, ("-t", "--target-directory", "-S", "--suffix"))
         target_dir = next((opts[k + 1] for k, o in enumerate(opts[:-1]) if o in ("-t", "--target-directory")), None)
-        items = paths(operands + ([target_dir] if target_dir else []))
+        items = _paths(cwd, operands + ([target_dir] if target_dir else []))
         if target_dir and items:
             items = (*items[:-1], items[-1].rstrip("/") + "/")
         return ops + _move_ops("copy" if prog == "cp" else "move", items, evidence)
     if prog == "tee":
         opts, operands = _options(args)
         mode = "append" if any(o in ("-a", "--append") for o in opts) else "create"
-        for p in paths(operands):
-            ops.append(_Op("write", (p,), evidence, stdin, mode))
+        for p in _paths(cwd, operands):
+            ops.append(_Op("write", (p,), evidence, mode))
             if stdin:
                 ops.extend(_content_ops(stdin, evidence))
             if stdin is not None:
@@ -296,18 +274,18 @@ def _command_ops(
         else:
             opts, operands = _options(args, ("-e", "-E", "-M", "-I"))
             has_script = any(o in ("-e", "-E") or re.fullmatch(r"-[a-zA-Z]*e", o) for o in opts)
-        files = paths(operands if has_script else operands[1:])
+        files = _paths(cwd, operands if has_script else operands[1:])
         if suffix:  # sed -i.bak / perl -i.bak keep the old text beside the file
             ops.extend(_Op("copy", (p, p + suffix), evidence) for p in files)
-        return ops + ([_Op("write", files, evidence, None, "modify")] if files else [])
+        return ops + _change_ops("write", files, evidence)
     if prog in ("awk", "gawk"):
         if "inplace" not in args:
             return ops
         opts, operands = _options(args, ("-i", "-f", "-v", "-F"))
-        return ops + [_Op("write", p, evidence, None, "modify") for p in (paths(operands[1:]),) if p]
+        return ops + _change_ops("write", _paths(cwd, operands[1:]), evidence)
     if prog in ("ed", "ex"):
         _opts, operands = _options(args)
-        return ops + [_Op("write", p, evidence, None, "modify") for p in (paths(operands),) if p]
+        return ops + _change_ops("write", _paths(cwd, operands), evidence)
     if prog == "git":
         return ops + _git_ops(args, ctx, evidence, stdin)
     if prog == "patch":
@@ -316,7 +294,6 @@ def _command_ops(
         )
         if any(o in ("--dry-run", "-C", "--check") for o in opts):
             return ops
-        reverse = any(o in ("-R", "--reverse") for o in opts)
         patch_text = stdin
         input_file = next((opts[k + 1] for k, o in enumerate(opts[:-1]) if o in ("-i", "--input")), None)
         if len(operands) >= 2:
@@ -324,19 +301,19 @@ def _command_ops(
         if input_file:
             where = _join(cwd, input_file)
             patch_text = ctx.files.get(where) if where else None
-        files = paths(operands[:1]) if operands else paths(_patch_files(patch_text or "", _strip_level(opts, 0)))
-        return ops + ([_Op("revert" if reverse else "write", files, evidence, None, "modify")] if files else [])
+        # the file named on the command line, else the files the patch names
+        targets = operands[:1] or _patch_files(patch_text or "", _strip_level(opts, 0))
+        kind = "revert" if any(o in ("-R", "--reverse") for o in opts) else "write"
+        return ops + _change_ops(kind, _paths(cwd, targets), evidence)
     if prog in ("bash", "sh", "zsh", "dash") and depth < 3:
         if "-c" in args:
             k = args.index("-c")
-            if k + 1 < len(args):
-                return ops + _shell_ops(args[k + 1], _Ctx(cwd, ctx.files, ctx.open_file), depth + 1)
-            return ops
-        _opts, operands = _options(args)
-        script = stdin if not operands else ctx.files.get(_join(cwd, operands[0]) or "")
-        if script:
-            return ops + _shell_ops(script, _Ctx(cwd, ctx.files, ctx.open_file), depth + 1)
-        return ops
+            script = args[k + 1] if k + 1 < len(args) else None
+        else:
+            _opts, operands = _options(args)
+            script = stdin if not operands else ctx.files.get(_join(cwd, operands[0]) or "")
+        # a script runs in a subshell: its cd stays there, the files it writes are known after it
+        return ops + (_shell_ops(script, replace(ctx), depth + 1) if script else [])
     if _PYTHON.match(prog):
         code = None
         k = 0
@@ -366,7 +343,7 @@ def _command_ops(
             first = script.split("\n", 1)[0]
             if "python" in first or (script_path or "").endswith(".py"):
                 return ops + _python_code_ops(script, cwd, evidence)
-            return ops + _shell_ops(script, _Ctx(cwd, ctx.files, ctx.open_file), depth + 1)
+            return ops + _shell_ops(script, replace(ctx), depth + 1)
     return ops + _install_ops(prog, args, evidence)
 
 

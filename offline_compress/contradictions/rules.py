@@ -55,33 +55,9 @@ _TEST_NAME = re.compile(
     rf"\A(?:test_.*\.py|.*_test\.py|tests\.py|conftest\.py|.*_test\.go|.*\.test\.{_JS_EXT}|.*\.spec\.{_JS_EXT})\Z"
 )
 _CONFIG_NAMES = frozenset(
-    {
-        "pyproject.toml",
-        "setup.cfg",
-        "setup.py",
-        "tox.ini",
-        "pytest.ini",
-        "noxfile.py",
-        ".coveragerc",
-        ".flake8",
-        "mypy.ini",
-        ".pylintrc",
-        "pylintrc",
-        ".isort.cfg",
-        ".pre-commit-config.yaml",
-        ".editorconfig",
-        "MANIFEST.in",
-        "Pipfile",
-        "Pipfile.lock",
-        "poetry.lock",
-        "environment.yml",
-        "package.json",
-        "package-lock.json",
-        "yarn.lock",
-        "tsconfig.json",
-        "Cargo.toml",
-        "go.mod",
-    }
+    """pyproject.toml setup.cfg setup.py tox.ini pytest.ini noxfile.py .coveragerc .flake8 mypy.ini .pylintrc pylintrc
+    .isort.cfg .pre-commit-config.yaml .editorconfig MANIFEST.in Pipfile Pipfile.lock poetry.lock environment.yml
+    package.json package-lock.json yarn.lock tsconfig.json Cargo.toml go.mod""".split()
 )
 _REQUIREMENTS = re.compile(r"\Arequirements[\w.-]*\.txt\Z")
 
@@ -89,17 +65,15 @@ _REQUIREMENTS = re.compile(r"\Arequirements[\w.-]*\.txt\Z")
 def is_test_path(path: str) -> bool:
     """A test file: a ``test``/``tests``/``testing`` folder on the path, or a test-runner file name."""
     parts = [p for p in path.split("/") if p]
-    if not parts:
-        return False
-    return any(p in _TEST_DIRS for p in parts[:-1]) or bool(_TEST_NAME.match(parts[-1]))
+    return bool(parts) and (any(p in _TEST_DIRS for p in parts[:-1]) or bool(_TEST_NAME.match(parts[-1])))
 
 
 def is_config_path(path: str) -> bool:
     """A configuration file: a known build/tool configuration name, ``requirements*.txt``, or under ``.github/``."""
     parts = [p for p in path.split("/") if p]
-    if not parts:
-        return False
-    return parts[-1] in _CONFIG_NAMES or bool(_REQUIREMENTS.match(parts[-1])) or ".github" in parts[:-1]
+    return bool(parts) and (
+        parts[-1] in _CONFIG_NAMES or bool(_REQUIREMENTS.match(parts[-1])) or ".github" in parts[:-1]
+    )
 
 
 _OUTSIDE_PREFIXES = ("/tmp/", "/var/tmp/", "/dev/", "/proc/", "/sys/", "/etc/")
@@ -139,10 +113,6 @@ def _norm_pkg(spec: str) -> str:
 _SHELL_BLOCK = re.compile(r"```(?:bash|sh|shell|mswea_bash_command)[ \t]*\r?\n(.*?)^[ \t]*```", re.S | re.M)
 
 
-def _shell_blocks(text: str) -> list[str]:
-    return _SHELL_BLOCK.findall(text)
-
-
 def _is_returncode(text: str) -> bool:
     return text.lstrip().startswith("<returncode>")
 
@@ -153,11 +123,11 @@ def _runs_text_actions(messages: list[Message]) -> bool:
     return any(m.role == "user" and _is_returncode(m.text) for m in messages)
 
 
-def genuine_indices(messages: list[Message]) -> list[int]:
-    """Indices of the messages whose text is the user's or the operator's own: system and developer messages, and
+def constraint_candidates(messages: list[Message]) -> list[tuple[str, int | None]]:
+    """The texts (with their index) that are the user's or the operator's own: system and developer messages, and
     user messages that are not tool output (``history.conventions``, the one definition the compressor uses too)."""
     return [
-        i
+        (m.text, i)
         for i, m in enumerate(messages)
         if m.role in ("system", "developer") or (m.role == "user" and not is_tool_output(messages, i))
     ]
@@ -233,49 +203,9 @@ _FORBID = [
     re.compile(r"\bwithout\s+using\s+(?:the\s+)?(?P<y>`[^`]+`|--?[\w-]+|[\w.-]+)(?P<rest>.*)", re.I),
 ]
 _FORBID_NAME = re.compile(r"\A(?:--?[A-Za-z][\w-]*|[A-Za-z_][\w.-]*)\Z")
-_FORBID_STOP = frozenset(
-    {
-        "a",
-        "an",
-        "the",
-        "any",
-        "it",
-        "this",
-        "that",
-        "these",
-        "those",
-        "them",
-        "more",
-        "other",
-        "new",
-        "multiple",
-        "interactive",
-        "your",
-        "my",
-        "our",
-        "their",
-        "its",
-        "such",
-        "same",
-        "different",
-        "one",
-        "two",
-        "all",
-        "each",
-        "every",
-        "some",
-        "no",
-        "only",
-        "just",
-        "too",
-        "much",
-        "many",
-        "so",
-        "very",
-        "external",
-        "additional",
-        "extra",
-    }
+_FORBID_STOP = frozenset(  # words after "use"/"install" that are no name
+    """a an the any it this that these those them more other new multiple interactive your my our their its such same
+    different one two all each every some no only just too much many so very external additional extra""".split()
 )
 _FORBID_REST = re.compile(
     r"\A\s*(?:$|[.,;:)!?]|(?:in|for|when|anywhere|at|here|there|to|because|as|since|and|or|but|unless|while|"
@@ -355,41 +285,35 @@ def _protected_targets(obj: str) -> list[str]:
     return targets
 
 
+def _first_match(patterns: list[re.Pattern[str]], text: str) -> re.Match[str] | None:
+    """The match of the first of ``patterns`` that matches ``text`` (the later ones are not tried)."""
+    return next((m for m in (p.search(text) for p in patterns) if m), None)
+
+
 def _rule_specs(sentence: str) -> list[tuple[RuleKind, tuple[str, ...], int]]:
     """(kind, targets, priority) of every rule a sentence states; priority ranks explicit prohibitions first."""
     specs: list[tuple[RuleKind, tuple[str, ...], int]] = []
-    for pattern in _PROTECT:
-        m = pattern.search(sentence)
-        if m:
-            for t in _protected_targets(m.group("obj")):
-                specs.append(("protected-path", (t,), 0))
-            break
-    else:
-        m = _PROTECT_PASSIVE.search(sentence)
-        if m:
-            for t in _protected_targets(m.group("obj") or m.group("obj2") or ""):
-                specs.append(("protected-path", (t,), 0))
+    m = _first_match(_PROTECT, sentence) or _PROTECT_PASSIVE.search(sentence)
+    if m:
+        obj = m.group("obj") or m.groupdict().get("obj2") or ""  # the passive form has two alternatives
+        specs.extend(("protected-path", (t,), 0) for t in _protected_targets(obj))
     if _NON_TEST.search(sentence):
         specs.append(("protected-path", ("tests",), 1))
-    for pattern in _ONLY_UNDER:
-        m = pattern.search(sentence)
-        if m:
-            folder = _unquote_name(m.group("path"))
-            if folder and folder.lower() not in ("the", "this", "that", "order", "place", "case"):
-                specs.append(("only-under", (folder,), 0))
-            break
-    for pattern in _NO_INSTALL:
-        m = pattern.search(sentence)
-        if m:
-            obj = m.group("obj") or ""
-            if _ALL_PACKAGES.search(obj) or not obj.strip():
-                specs.append(("no-install", (), 0))
-            else:
-                names = [_unquote_name(t) for t in re.split(r"\s*(?:,|\band\b|\bor\b|\s)\s*", obj.strip()) if t.strip()]
-                names = [n for n in names if _FORBID_NAME.match(n) and n.lower() not in _FORBID_STOP]
-                if names:
-                    specs.append(("no-install", tuple(sorted(set(_norm_pkg(n) for n in names))), 0))
-            break
+    m = _first_match(_ONLY_UNDER, sentence)
+    if m:
+        folder = _unquote_name(m.group("path"))
+        if folder and folder.lower() not in ("the", "this", "that", "order", "place", "case"):
+            specs.append(("only-under", (folder,), 0))
+    m = _first_match(_NO_INSTALL, sentence)
+    if m:
+        obj = m.group("obj") or ""
+        if _ALL_PACKAGES.search(obj) or not obj.strip():
+            specs.append(("no-install", (), 0))
+        else:
+            names = [_unquote_name(t) for t in re.split(r"\s*(?:,|\band\b|\bor\b|\s)\s*", obj.strip()) if t.strip()]
+            names = [n for n in names if _FORBID_NAME.match(n) and n.lower() not in _FORBID_STOP]
+            if names:
+                specs.append(("no-install", tuple(sorted(set(_norm_pkg(n) for n in names))), 0))
     m = _NO_PUSH.search(sentence)
     if m:
         branches: list[str] = []
@@ -403,15 +327,11 @@ def _rule_specs(sentence: str) -> list[tuple[RuleKind, tuple[str, ...], int]]:
         m = pattern.search(sentence)
         if m and _FORBID_REST.match(m.group("rest")):
             y = _unquote_name(m.group("y"))
-            x = _unquote_name(m.group("x")) if "x" in m.groupdict() and m.group("x") else ""
+            x = _unquote_name(m.groupdict().get("x") or "")  # "use X, not Y": Y is no name to forbid when it is X
             if _FORBID_NAME.match(y) and y.lower() not in _FORBID_STOP and y != x:
                 specs.append(("forbidden-name", (y,), 0))
                 break
     return specs
-
-
-def _rule_name(kind: RuleKind, targets: tuple[str, ...]) -> str:
-    return f"{kind}:{','.join(targets)}" if targets else kind
 
 
 def derive_rules(candidates: Iterable[tuple[str, int | None]]) -> tuple[list[Rule], list[str]]:
@@ -424,27 +344,16 @@ def derive_rules(candidates: Iterable[tuple[str, int | None]]) -> tuple[list[Rul
     for text, index in candidates:
         for sentence in _constraint_sentences(text):
             specs = _rule_specs(sentence)
+            constraint = _clip(sentence, CONSTRAINT_LIMIT)
             if not specs:
-                if _IMPERATIVE.search(sentence):
-                    clipped = _clip(sentence, CONSTRAINT_LIMIT)
-                    if clipped not in unchecked:
-                        unchecked.append(clipped)
+                if _IMPERATIVE.search(sentence) and constraint not in unchecked:
+                    unchecked.append(constraint)
                 continue
             for kind, targets, priority in specs:
-                name = _rule_name(kind, targets)
-                rule = Rule(
-                    name=name,
-                    kind=kind,
-                    constraint=_clip(sentence, CONSTRAINT_LIMIT),
-                    message_index=index,
-                    targets=targets,
-                )
+                name = f"{kind}:{','.join(targets)}" if targets else kind
+                rule = Rule(name=name, kind=kind, constraint=constraint, message_index=index, targets=targets)
                 order += 1
                 if name not in found or (priority, order) < found[name][:2]:
                     found[name] = (priority, order, rule)
     rules = [r for _, _, r in sorted(found.values(), key=lambda t: t[1])]
     return rules, unchecked
-
-
-def constraint_candidates(messages: list[Message]) -> list[tuple[str, int]]:
-    return [(messages[i].text, i) for i in genuine_indices(messages)]

@@ -27,9 +27,8 @@ class _Tree:
     def __init__(self) -> None:
         self.version: dict[str, tuple[str, ...]] = {}
         self.existed: dict[str, bool | None] = {}
-        self.content: dict[str, str | None] = {}  # last full text, when known
         self.made_dirs: set[str] = set()
-        self.stash: list[dict[str, tuple[tuple[str, ...], str | None]]] = []
+        self.stash: list[dict[str, tuple[str, ...]]] = []
         self.staged: set[str] = set()
         self.all_staged = False
         self.committed = False
@@ -90,27 +89,19 @@ class _Tree:
         self._fresh += 1
         return ("new", str(self._fresh))
 
-    def write(self, key: str, content: str | None, mode: str) -> None:
+    def write(self, key: str, mode: str) -> None:
         if self.untouched(key) and mode != "create":
             self.existed[key] = True  # changed in place: it was there
         self.version[key] = self.fresh()
-        if mode == "create":
-            self.content[key] = content
-        elif mode == "append" and content is not None and self.content.get(key) is not None:
-            self.content[key] = (self.content[key] or "") + content
-        else:
-            self.content[key] = None
 
     def delete(self, key: str) -> None:
         if self.untouched(key):
             self.existed[key] = True  # removed before anything created it: it was there at the start
         self.version[key] = _ABSENT
-        self.content[key] = None
 
     def revert(self, key: str) -> None:
         self.existed[key] = True
         self.version[key] = (_HEAD, key)
-        self.content[key] = None
 
     def tracked(self, key: str) -> bool:
         return self.existed.get(key) is True
