@@ -41,10 +41,6 @@ class Outcome:
     seconds: float
 
 
-def output_path(source: Path, out_dir: Path) -> Path:
-    return out_dir / f"{history_name(source)}{OUTPUT_SUFFIX}"
-
-
 def is_done(job: Job) -> bool:
     """The output exists and is newer than its input (an input changed since is compressed again)."""
     try:
@@ -63,7 +59,7 @@ def plan(inputs: Sequence[str | Path], out_dir: Path) -> tuple[list[Job], list[J
     jobs: list[Job] = []
     by_output: dict[Path, Path] = {}
     for f in files:
-        job = Job(f, output_path(f, out_dir))
+        job = Job(f, out_dir / f"{history_name(f)}{OUTPUT_SUFFIX}")
         if job.output in by_output:
             raise InputError(
                 f"{by_output[job.output]} and {f} would both write {job.output.name}; "
@@ -110,11 +106,7 @@ class CompressStage:
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         outcomes = [self.run(str(s), str(o)) for s, o in zip(batch["source"], batch["output"])]
-        return {
-            "source": [o.source for o in outcomes],
-            "error": [o.error for o in outcomes],
-            "seconds": [o.seconds for o in outcomes],
-        }
+        return {column: [getattr(o, column) for o in outcomes] for column in ("source", "error", "seconds")}
 
 
 def run_local(jobs: Sequence[Job], stage_args: dict[str, Any]) -> Iterator[Outcome]:

@@ -40,9 +40,6 @@ from .model_files import (
     tokenizer_path_for,
 )
 
-_HEX64 = re.compile(r"\A[0-9a-fA-F]{64}\Z")
-CHUNK = 1 << 20
-
 
 def _say(message: str) -> None:
     print(f"download-model: {message}", file=sys.stderr, flush=True)
@@ -52,15 +49,13 @@ def _copy_hashing(src: BinaryIO, dst: BinaryIO, total: int | None, label: str) -
     """Copy ``src`` to ``dst`` in chunks, return the sha256 of what was copied; progress every 10%."""
     digest = hashlib.sha256()
     done, shown = 0, -1
-    while block := src.read(CHUNK):
+    while block := src.read(1 << 20):
         dst.write(block)
         digest.update(block)
         done += len(block)
-        if total:
-            tenth = done * 10 // total
-            if tenth != shown:
-                shown = tenth
-                _say(f"{label}: {done * 100 // total}% of {total / 1e6:.0f} MB")
+        if total and (tenth := done * 10 // total) != shown:
+            shown = tenth
+            _say(f"{label}: {done * 100 // total}% of {total / 1e6:.0f} MB")
     return digest.hexdigest()
 
 
@@ -153,7 +148,7 @@ def download_model(
     """Install a model (see the module docstring); returns its path. Raises ``ModelFileError``."""
     if from_file is not None and url is not None:
         raise ModelFileError("give --from-file or --url, not both")
-    if sha256 is not None and not _HEX64.match(sha256):
+    if sha256 is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
         raise ModelFileError("--sha256 must be 64 hex digits")
     if url is not None and sha256 is None:
         raise ModelFileError("--url needs --sha256 (a model from the network is verified before use)")

@@ -38,16 +38,9 @@ class InputError(OfflineCompressError, ValueError):
         self.index = index
         self.field = field
         self.position = position
-        where = []
-        if source:
-            where.append(source)
-        if position:
-            where.append(position)
-        if index is not None:
-            where.append(f"message {index}")
-        if field:
-            where.append(f"field {field!r}")
-        super().__init__(f"{': '.join([', '.join(where), problem]) if where else problem}")
+        at = (source, position, f"message {index}" if index is not None else "", f"field {field!r}" if field else "")
+        where = ", ".join(part for part in at if part)
+        super().__init__(f"{where}: {problem}" if where else problem)
 
 
 class EmptyHistoryError(InputError):

@@ -46,30 +46,15 @@ class ModelEntry(BaseModel):
     pypi_module: str = ""
 
 
-def user_model_dir() -> Path:
-    """``$XDG_DATA_HOME/offline_compress/models`` (``~/.local/share/offline_compress/models`` by default)."""
-    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data) / "offline_compress" / "models"
-
-
-def dev_model_dir() -> Path | None:
-    """The checkout's ``models/`` when the package runs from a source tree (a development install)."""
-    root = Path(__file__).resolve().parent.parent
-    if (root / "pyproject.toml").is_file() and (root / "models").is_dir():
-        return root / "models"
-    return None
-
-
 def model_dirs() -> list[Path]:
     """The models folders, in search order (see the module docstring)."""
-    dirs = []
     env = os.environ.get(MODEL_DIR_ENV)
-    if env:
-        dirs.append(Path(env))
-    dev = dev_model_dir()
-    if dev is not None:
-        dirs.append(dev)
-    dirs.append(user_model_dir())
+    dirs = [Path(env)] if env else []
+    root = Path(__file__).resolve().parent.parent  # a source tree (a development install) holds its own models/
+    if (root / "pyproject.toml").is_file() and (root / "models").is_dir():
+        dirs.append(root / "models")
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    dirs.append(Path(data) / "offline_compress" / "models")
     return list(dict.fromkeys(dirs))
 
 
@@ -105,20 +90,17 @@ def manifest_entries(directory: Path | None = None) -> tuple[str, dict[str, Mode
     return name, by_name
 
 
-def sha256_of(path: Path, chunk: int = 1 << 20) -> str:
+def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as fh:
-        while block := fh.read(chunk):
+        while block := fh.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()
 
 
 def find_model_file(file: str) -> Path | None:
     """The first ``<folder>/<file>`` that exists, over ``model_dirs``."""
-    for folder in model_dirs():
-        if (folder / file).is_file():
-            return folder / file
-    return None
+    return next((folder / file for folder in model_dirs() if (folder / file).is_file()), None)
 
 
 def _missing(entry: ModelEntry, default: str) -> ModelFileError:
@@ -147,8 +129,7 @@ def resolve_model(model: str | Path | None = None, *, verify: bool = True) -> Pa
                 f"bring it with `{DOWNLOAD_HINT} --model {name} --from-file PATH --sha256 HEX`"
             )
         entry = entries[name]
-        found = find_model_file(entry.file)
-        if found is None:
+        if (found := find_model_file(entry.file)) is None:
             raise _missing(entry, default)
         path = found
     if entry is not None and verify:

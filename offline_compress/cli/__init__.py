@@ -24,26 +24,24 @@ def progress(message: str) -> None:
     print(f"offline-compress: {message}", file=sys.stderr, flush=True)
 
 
-def emit(document: Any, out: str | None) -> None:
-    text = document if isinstance(document, str) else json.dumps(document, ensure_ascii=False)
+def fail(problem: str) -> int:
+    """One error line on stderr; returns the exit status of a command that failed."""
+    print(f"offline-compress: error: {problem}", file=sys.stderr, flush=True)
+    return 2
+
+
+def emit(document: Any, out: str | None, indent: int | None = None) -> None:
+    text = document if isinstance(document, str) else json.dumps(document, ensure_ascii=False, indent=indent)
     write_output(text + "\n", out)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="offline-compress", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    from . import archive, batch, contradictions, download, history_commands
 
-    from .archive import add_archive_parsers
-    from .batch import add_batch_parser
-    from .contradictions import add_contradictions_parser
-    from .download import add_download_parser
-    from .history_commands import add_history_parsers
-
-    add_history_parsers(sub)
-    add_batch_parser(sub)
-    add_archive_parsers(sub)
-    add_contradictions_parser(sub)
-    add_download_parser(sub)
+    for commands in (history_commands, batch, archive, contradictions, download):  # the order of the help
+        commands.add_parsers(sub)
     return parser
 
 
@@ -51,23 +49,18 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     context = getattr(args, "context", None)
     if isinstance(context, int) and context <= 0:
-        print("offline-compress: error: --context must be a positive number of tokens", file=sys.stderr)
-        return 2
+        return fail("--context must be a positive number of tokens")
     try:
         if getattr(args, "output", None):
             check_output(args.output)  # now, not after minutes of compressing
         return args.func(args)
-    except (OfflineCompressError, ValueError) as err:
-        print(f"offline-compress: error: {one_line(str(err))}", file=sys.stderr)
-        return 2
+    # OSError: the system refused (a model folder, a file the library writes); its message says which and why
+    except (OfflineCompressError, ValueError, OSError) as err:
+        return fail(one_line(str(err)))
     except RecursionError:  # only input can nest this deep; the readers turn what they meet into InputErrors
-        print("offline-compress: error: the input is nested too deeply to process", file=sys.stderr)
-        return 2
+        return fail("the input is nested too deeply to process")
     except KeyboardInterrupt:
         return 130
-    except OSError as err:  # the system refused (a model folder, a file the library writes): says which and why
-        print(f"offline-compress: error: {one_line(str(err))}", file=sys.stderr)
-        return 2
     except Exception as err:  # a bug of ours: one line that says so, not a traceback
         if strict_mode():
             raise
@@ -77,7 +70,3 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -4,32 +4,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..archive.recall import format_hits
 from ..archive.store import Archive, ArchiveError, CompactionRecord
 from ..files import write_output
+from . import emit, progress
 
 
 def _show_text(records: Sequence[CompactionRecord]) -> str:
-    if not records:
-        return "no compactions"
     blocks = []
     for r in records:
         tokens = (
             f"{r.tokens_before} -> {r.tokens_after} tokens" if r.tokens_before is not None else "tokens not recorded"
         )
-        kept = (
-            f"messages {r.head}..{r.cut - 1} of {r.history} replaced"
-            if r.history is not None
-            else f"messages {r.head}..{r.cut - 1} replaced (imported; not restorable)"
-        )
+        kept = f"of {r.history} replaced" if r.history is not None else "replaced (imported; not restorable)"
         blocks.append(
-            f"session {r.session}  compaction {r.compaction}  {r.created_at}  {r.reason}  {tokens}  {kept}\n{r.summary}"
+            f"session {r.session}  compaction {r.compaction}  {r.created_at}  {r.reason}  {tokens}  "
+            f"messages {r.head}..{r.cut - 1} {kept}\n{r.summary}"
         )
-    return "\n\n".join(blocks)
+    return "\n\n".join(blocks) or "no compactions"
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
@@ -37,10 +32,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
         raise ValueError("--k must be at least 1")
     with Archive(args.archive, create=False) as archive:
         hits = archive.recall(args.query, k=args.k, session=args.session)
-    if args.json:
-        write_output(json.dumps([h.model_dump() for h in hits], ensure_ascii=False, indent=1) + "\n", None)
-    else:
-        write_output(format_hits(hits, args.query) + "\n", None)
+    emit([h.model_dump() for h in hits] if args.json else format_hits(hits, args.query), None, indent=1)
     return 0
 
 
@@ -50,17 +42,16 @@ def cmd_show(args: argparse.Namespace) -> int:
             raise ArchiveError(f"{archive.path}: no session {args.session!r}")
         records = archive.compactions(args.session)
     if args.json:
-        doc = [{**r.model_dump(), "summary": json.loads(r.summary)} for r in records]
-        write_output(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", None)
+        emit([{**r.model_dump(), "summary": json.loads(r.summary)} for r in records], None, indent=1)
     else:
-        write_output(_show_text(records) + "\n", None)
+        emit(_show_text(records), None)
     return 0
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
     with Archive(args.archive, create=False) as archive:
         history = archive.restore(args.compaction, session=args.session)
-    write_output(json.dumps(history, ensure_ascii=False, indent=1) + "\n", args.output)
+    emit(history, args.output, indent=1)
     return 0
 
 
@@ -77,13 +68,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     with Archive(args.archive) as archive:
         session = archive.import_jsonl(args.jsonl, session=args.session)
         count = len(archive.compactions(session))
-    print(
-        f"offline-compress: {args.jsonl}: {count} compactions in session {session} of {archive.path}", file=sys.stderr
-    )
+    progress(f"{args.jsonl}: {count} compactions in session {session} of {archive.path}")
     return 0
 
 
-def add_archive_parsers(sub: argparse._SubParsersAction) -> None:
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     """``recall``, ``show``, ``restore`` and ``archive export|import``."""
     path_help = "the archive database (a .jsonl path: the .sqlite3 beside it, importing the JSONL once)"
     session_help = "only this session (needed when several sessions hold what is asked for)"

@@ -12,6 +12,7 @@ from typing import Any
 from ..batch import plan, run_local, run_ray
 from ..errors import InputError
 from ..files import check_output
+from . import progress
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -36,18 +37,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
     threads = args.threads
     if threads is None and args.ray and args.workers > 1:  # each worker gets its share of the cores
         threads = max(1, (os.cpu_count() or 1) // args.workers)
-    stage_args = {
-        "model": model,
-        "keep_last": args.keep_last,
-        "max_tokens": args.max_tokens,
-        "n_threads": threads,
-        "fmt": args.format,
-    }
-    print(
-        f"offline-compress: batch: {len(todo) + len(skipped)} files, {len(skipped)} skipped (output newer than "
-        f"input), {len(todo)} to compress{' on Ray, ' + str(args.workers) + ' workers' if args.ray else ''}",
-        file=sys.stderr,
-        flush=True,
+    stage_args = dict(
+        model=model, keep_last=args.keep_last, max_tokens=args.max_tokens, n_threads=threads, fmt=args.format
+    )
+    progress(
+        f"batch: {len(todo) + len(skipped)} files, {len(skipped)} skipped (output newer than input), "
+        f"{len(todo)} to compress{' on Ray, ' + str(args.workers) + ' workers' if args.ray else ''}"
     )
     start = time.perf_counter()
     done = failed = 0
@@ -62,16 +57,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
             bar.update(1)
     elapsed = time.perf_counter() - start
     rate = f"{done / elapsed * 60:.1f} files/min" if done and elapsed > 0 else "no files compressed"
-    print(
-        f"offline-compress: batch: {done} compressed, {len(skipped)} skipped, {failed} failed in {elapsed:.1f} s "
-        f"({rate})",
-        file=sys.stderr,
-        flush=True,
-    )
+    progress(f"batch: {done} compressed, {len(skipped)} skipped, {failed} failed in {elapsed:.1f} s ({rate})")
     return 2 if failed else 0
 
 
-def add_batch_parser(subparsers: Any) -> None:
+def add_parsers(subparsers: Any) -> None:
     p = subparsers.add_parser("batch", help="compress many history files into DIR/<name>.summary.json (resumable)")
     p.add_argument("inputs", nargs="+", help="history files, or folders to walk for them")
     p.add_argument("--out", required=True, help="folder for the <name>.summary.json outputs")
@@ -87,7 +77,6 @@ def add_batch_parser(subparsers: Any) -> None:
     p.add_argument(
         "--threads",
         type=int,
-        default=None,
         help="llama.cpp threads per worker (default: the cores available, shared among --workers)",
     )
     p.add_argument("--ray", action="store_true", help="run on Ray Data (a local Ray unless one is initialised)")

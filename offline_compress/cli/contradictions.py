@@ -3,47 +3,35 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
-from ..contradictions import ContradictionReport, count_contradictions
+from ..contradictions import count_contradictions
 from ..errors import OfflineCompressError, one_line
-from ..files import write_output
-
-
-def _report_json(path: str, report: ContradictionReport) -> dict[str, Any]:
-    return {
-        "file": path,
-        "contradictions": [c.model_dump(mode="json") for c in report.contradictions],
-        "unchecked": report.unchecked,
-    }
+from . import emit, fail
 
 
 def cmd_contradictions(args: argparse.Namespace) -> int:
     from ..formats import load_history
 
-    failed = False
-    documents = []
+    status, documents = 0, []
     for path in args.files:
         try:
-            messages = load_history(path, args.format)
-            report = count_contradictions(messages)
-        except (OfflineCompressError, ValueError) as err:
-            print(f"offline-compress: error: {one_line(str(err))}", file=sys.stderr, flush=True)
-            failed = True
+            report = count_contradictions(load_history(path, args.format))
+        except (OfflineCompressError, ValueError) as err:  # one line for this file; the others are still checked
+            status = fail(one_line(str(err)))
             continue
-        document = _report_json(path, report)
+        contradictions = [c.model_dump(mode="json") for c in report.contradictions]
+        document = {"file": path, "contradictions": contradictions, "unchecked": report.unchecked}
         if args.json:
             documents.append(document)
         else:
-            write_output(json.dumps(document, ensure_ascii=False) + "\n", None)
+            emit(document, None)
     if args.json:
-        write_output(json.dumps(documents, ensure_ascii=False, indent=2) + "\n", None)
-    return 2 if failed else 0
+        emit(documents, None, indent=2)
+    return status
 
 
-def add_contradictions_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parsers(subparsers: Any) -> None:
     """Register ``contradictions`` on the CLI's subparsers (``func`` is set)."""
     p = subparsers.add_parser(
         "contradictions",
@@ -57,7 +45,3 @@ def add_contradictions_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="one indented JSON array of all files instead of JSON lines")
     p.set_defaults(func=cmd_contradictions)
-    return p
-
-
-__all__ = ["add_contradictions_parser", "cmd_contradictions"]

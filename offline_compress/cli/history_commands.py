@@ -24,8 +24,7 @@ def cmd_count(args: argparse.Namespace) -> int:
     from ..tokens.counter import get_counter
 
     messages = _load(args)
-    counter = get_counter(args.tokenizer)
-    emit({"tokens": counter.count(messages), "messages": len(messages)}, None)
+    emit({"tokens": get_counter(args.tokenizer).count(messages), "messages": len(messages)}, None)
     return 0
 
 
@@ -34,8 +33,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from ..tokens.counter import get_counter
 
     messages = _load(args)
-    counter = get_counter(args.tokenizer)
-    decision = evaluate_compression(messages, args.context, args.turns_since, counter=counter)
+    decision = evaluate_compression(messages, args.context, args.turns_since, counter=get_counter(args.tokenizer))
     emit(decision.model_dump(mode="json"), None)
     return 0
 
@@ -61,8 +59,7 @@ def cmd_compress(args: argparse.Namespace) -> int:
         backend=server,
         llama={"n_threads": args.threads, "decoder": args.decoder, **({"n_ctx": args.n_ctx} if args.n_ctx else {})},
     )
-    backend = compressor.backend
-    if backend is not None:
+    if (backend := compressor.backend) is not None:
         how = ""
         adaptive = getattr(backend, "adaptive_threads", None)  # the in-process backend's
         if adaptive is not None:
@@ -81,7 +78,7 @@ def cmd_compress(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_history_parsers(sub: Any) -> None:
+def add_parsers(sub: Any) -> None:
     """``count``, ``check`` and ``compress``."""
 
     def history_args(p: argparse.ArgumentParser) -> None:
@@ -131,6 +128,6 @@ def add_history_parsers(sub: Any) -> None:
     )
     p.add_argument("--keep-last", type=int, default=5, help="messages kept out of the summary (default 5)")
     p.add_argument("--max-tokens", type=int, default=2048, help="output token budget of the model (default 2048)")
-    p.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the cores available)")
+    p.add_argument("--threads", type=int, help="llama.cpp threads (default: the cores available)")
     add_backend_arguments(p)
     p.set_defaults(func=cmd_compress)

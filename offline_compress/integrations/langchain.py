@@ -184,10 +184,9 @@ class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 model = init_chat_model(model)
             model_max_tokens = profile_window(model)
             if model_max_tokens is None:
-                profile = getattr(model, "profile", None)
                 raise ValueError(
                     "OfflineCompactionMiddleware needs model_max_tokens=, or model= whose profile gives "
-                    f"max_input_tokens (got model={type(model).__name__}, profile={profile!r})"
+                    f"max_input_tokens (got model={type(model).__name__}, profile={getattr(model, 'profile', None)!r})"
                 )
         if summary_role not in ("human", "system"):
             raise ValueError(f"summary_role must be 'human' or 'system', got {summary_role!r}")
@@ -269,11 +268,8 @@ class OfflineCompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return None
         info = getattr(runtime, "execution_info", None)
         key = self.conversation_key(getattr(info, "thread_id", None), messages)
-        hook = self.hook(key)
-        new = self.compact(messages, hook, key)
-        if new is None:
-            return None
-        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *new]}
+        new = self.compact(messages, self.hook(key), key)
+        return None if new is None else {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *new]}
 
     async def abefore_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         # The compressor blocks (llama.cpp): keep the event loop free.

@@ -275,7 +275,6 @@ class OfflineCondenser(RollingCondenser):
                         )
                     except NoCondensationAvailableException as err:
                         log.info("hard context reset (keep_first=%s): %s", keep_first, err)
-                        continue
                 return self.acknowledgement(view, agent_llm)
             except Exception as err:
                 if fallback:
