@@ -178,24 +178,22 @@ class Compressor:
         self.prompt_budget = prompt_budget
         self.repeat_penalty = repeat_penalty if repeat_penalty is not None else 1.0 if written else 1.3
         settings = llama if isinstance(llama, LlamaSettings) else LlamaSettings.model_validate(llama or {})
-        if backend is None and model is None:
-            self._lock = threading.Lock()  # no backend: nothing shared to guard
-            self.backend = None
-            self.instruct = False
-            self.prefix = ""
-            return
-        if backend is None:
+        if backend is None and model is not None:
             backend = LlamaCppBackend(
                 resolve_model(None if model == DEFAULT_MODEL else model, verify=settings.verify_model),
                 **settings.model_dump(exclude={"verify_model"}),
             )
         self.backend = backend
-        self._lock = generation_lock(backend)  # one llama.cpp context: one generation at a time, per backend object
-        self.instruct = self.backend.instruct
+        # one llama.cpp context: one generation at a time, per backend object (without one: a lock of its own)
+        self._lock = generation_lock(backend)
+        self.instruct, self.prefix = False, ""  # no model: no prompt
+        if backend is None:
+            return
+        self.instruct = backend.instruct
         self.prefix = written_prefix(self.instruct) if written else fixed_prefix(self.instruct)
-        room = self.backend.n_ctx - self.max_tokens - self.backend.count(self.prefix) - 64
+        room = backend.n_ctx - self.max_tokens - backend.count(self.prefix) - 64
         if room < 256:
-            raise ValueError(f"n_ctx={self.backend.n_ctx} leaves no room for a prompt after max_tokens={max_tokens}")
+            raise ValueError(f"n_ctx={backend.n_ctx} leaves no room for a prompt after max_tokens={max_tokens}")
         self.prompt_budget = min(self.prompt_budget, room)
 
     @property
@@ -534,10 +532,7 @@ def generation_lock(backend: Any = None) -> threading.Lock:
     if backend is None:
         return threading.Lock()
     with _backend_locks_lock:
-        lock = _backend_locks.get(backend)
-        if lock is None:
-            lock = _backend_locks[backend] = threading.Lock()
-        return lock
+        return _backend_locks.setdefault(backend, threading.Lock())
 
 
 def default_compressor(model: str | Path | None = None, **kwargs: Any) -> Compressor:

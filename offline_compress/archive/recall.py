@@ -87,6 +87,3 @@ def recall_handler(archive: Archive, session: str | None = None, default_k: int 
 def recall_tool(archive: Archive, session: str | None = None) -> tuple[dict[str, Any], Handler]:
     """(OpenAI tool definition, handler) searching ``archive`` (only ``session`` when given)."""
     return tool_definition(), recall_handler(archive, session)
-
-
-# --------------------------------------------------------------------------------------------- command line

@@ -217,10 +217,8 @@ def _now() -> str:
 def _create_private(path: Path) -> None:
     """Create the database file with mode 0600 (and its folder 0700) before SQLite opens it."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
+    with contextlib.suppress(FileExistsError):  # another process created it first
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    except FileExistsError:
-        pass  # another process created it first
 
 
 class Archive:
@@ -340,30 +338,18 @@ class Archive:
         ``shortened``: indices of kept messages the compaction cut to fit the window; they are searched like the
         replaced ones (``recall`` finds what the cut left out). Raises ``ArchiveError`` when it cannot be written,
         with nothing of it in the database."""
-        if not 0 <= head <= cut <= len(history):
-            raise ValueError(f"need 0 <= head <= cut <= {len(history)}, got head={head}, cut={cut}")
-        if any(not cut <= i < len(history) for i in shortened):
-            raise ValueError(f"shortened messages must be kept ones, in [{cut}, {len(history)}): got {list(shortened)}")
+        n = len(history)
+        if not 0 <= head <= cut <= n:
+            raise ValueError(f"need 0 <= head <= cut <= {n}, got head={head}, cut={cut}")
+        if any(not cut <= i < n for i in shortened):
+            raise ValueError(f"shortened messages must be kept ones, in [{cut}, {n}): got {list(shortened)}")
         cut_ones = set(shortened)
         rows = [self._message_row(m, i, head <= i < cut, i in cut_ones) for i, m in enumerate(history)]
         try:
             with self._lock, self._transaction():
                 number = self._next_number(session)
-                self._conn.execute(
-                    "INSERT INTO compactions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        session,
-                        number,
-                        _now(),
-                        reason,
-                        tokens_before,
-                        tokens_after,
-                        summary_json,
-                        head,
-                        cut,
-                        len(history),
-                    ),
-                )
+                row = (session, number, _now(), reason, tokens_before, tokens_after, summary_json, head, cut, n)
+                self._conn.execute("INSERT INTO compactions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
                 self._insert_messages(session, number, rows)
         except sqlite3.Error as err:
             raise ArchiveError(f"{self.path}: could not archive the compaction ({err}); nothing was written") from None
@@ -411,16 +397,11 @@ class Archive:
 
     def compactions(self, session: str | None = None) -> list[CompactionRecord]:
         """Every compaction (of ``session``), oldest first."""
-        sql = (
-            "SELECT session, number, created_at, reason, tokens_before, tokens_after, summary, head, cut, "
-            "history FROM compactions"
-        ) + (" WHERE session = ?" if session is not None else "")
+        where, params = (" WHERE session = ?", (session,)) if session is not None else ("", ())
+        sql = f"SELECT * FROM compactions{where} ORDER BY created_at, session, number"  # columns as the record's fields
         with self._lock:
-            rows = self._conn.execute(
-                sql + " ORDER BY created_at, session, number", () if session is None else (session,)
-            ).fetchall()
-        keys = list(CompactionRecord.model_fields)
-        return [CompactionRecord(**dict(zip(keys, r))) for r in rows]
+            rows = self._conn.execute(sql, params).fetchall()
+        return [CompactionRecord(**dict(zip(CompactionRecord.model_fields, r))) for r in rows]
 
     def _record(self, compaction: int, session: str | None) -> CompactionRecord:
         found = [r for r in self.compactions(session) if r.compaction == compaction]

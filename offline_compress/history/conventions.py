@@ -78,13 +78,6 @@ def bare_action(text: str) -> str | None:
     return last
 
 
-def _prev_assistant_commands(messages: Sequence[Message], i: int) -> tuple[list[str], str | None]:
-    if i == 0 or messages[i - 1].role != "assistant" or messages[i - 1].tool_calls:
-        return [], None
-    text = messages[i - 1].text
-    return bash_blocks(text), bare_action(text)
-
-
 def is_tool_output(messages: Sequence[Message] | Sequence[Mapping[str, Any]], i: int) -> bool:
     """True when message ``i`` carries tool/harness output rather than words of a person.
 
@@ -92,15 +85,9 @@ def is_tool_output(messages: Sequence[Message] | Sequence[Mapping[str, Any]], i:
     harness notice answering an assistant command (timeout, format error, the submission), or a SWE-agent
     observation (answers an assistant action and ends with the ``bash-$`` prompt).
     """
-    if isinstance(messages[i], Message):
-        parsed = cast("Sequence[Message]", messages)
-    else:
-        parsed = as_message_list(messages)  # plain dicts are accepted too
-    return _is_tool_output(parsed, i)
-
-
-def _is_tool_output(messages: Sequence[Message], i: int) -> bool:
-    msg = messages[i]
+    # plain dicts are accepted too
+    msgs = cast("Sequence[Message]", messages) if isinstance(messages[i], Message) else as_message_list(messages)
+    msg = msgs[i]
     if msg.role == "tool":
         return True
     if msg.role != "user":
@@ -108,21 +95,19 @@ def _is_tool_output(messages: Sequence[Message], i: int) -> bool:
     text = msg.text
     if text.lstrip().startswith("<returncode>"):
         return True
-    prev = messages[i - 1] if i > 0 else None
-    if prev is not None and prev.role == "assistant":
-        if prev.tool_calls:
-            return True  # the harness answered the call with a user message
-        if _SHELL_BLOCK.search(prev.text) and acts_through_shell_blocks(messages):
-            return True
-    blocks, bare = _prev_assistant_commands(messages, i)
-    if blocks:
-        if MINI_TIMEOUT.match(text) or MINI_FORMAT_ERROR.match(text) or "<returncode>" in text[:200]:
-            return True
-        if any(s in b for b in blocks for s in _SUBMIT_SENTINELS):
-            return True  # the submission's output comes back bare (a diff, or nothing)
-    if (blocks or bare is not None) and _SWE_AGENT_PROMPT.search(text):
+    prev = msgs[i - 1] if i > 0 else None
+    if prev is None or prev.role != "assistant":
+        return False
+    if prev.tool_calls:
+        return True  # the harness answered the call with a user message
+    if _SHELL_BLOCK.search(prev.text) and acts_through_shell_blocks(msgs):
         return True
-    return False
+    blocks = bash_blocks(prev.text)
+    if blocks and (MINI_TIMEOUT.match(text) or MINI_FORMAT_ERROR.match(text) or "<returncode>" in text[:200]):
+        return True
+    if any(s in b for b in blocks for s in _SUBMIT_SENTINELS):
+        return True  # the submission's output comes back bare (a diff, or nothing)
+    return bool(blocks or bare_action(prev.text) is not None) and _SWE_AGENT_PROMPT.search(text) is not None
 
 
 _ACTING: dict[tuple[int, int, int, int], bool] = {}  # a few recent histories, by identity and length
@@ -200,13 +185,8 @@ def text_command(messages: Sequence[Message], i: int) -> str | None:
     answered = i + 1 < len(messages) and messages[i + 1].role == "user" and is_tool_output(messages, i + 1)
     blocks = bash_blocks(text)
     if blocks:
-        if answered or (i + 1 == len(messages) and _is_mini_history(messages)):
-            return "\n".join(blocks) if len(blocks) > 1 else blocks[0]
-        return None
-    bare = bare_action(text)
-    if bare is not None and answered:
-        return bare
-    return None
+        return "\n".join(blocks) if answered or (i + 1 == len(messages) and _is_mini_history(messages)) else None
+    return bare_action(text) if answered else None
 
 
 def _is_mini_history(messages: Sequence[Message]) -> bool:

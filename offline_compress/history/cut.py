@@ -71,9 +71,7 @@ def head_end(messages: Sequence[Message], keep_first: int | None = None, *, is_s
     the head stops before an earlier summary of ours, which is replaced, not kept."""
     if keep_first is not None and keep_first < 0:
         raise ValueError(f"keep_first must be >= 0 or None, got {keep_first}")
-    stop = len(messages)
-    if is_summary is not None:
-        stop = next((i for i, m in enumerate(messages) if is_summary(m)), len(messages))
+    stop = next((i for i, m in enumerate(messages) if is_summary(m)), len(messages)) if is_summary else len(messages)
     if keep_first is None:
         i = 0
         # the instructions, the context a harness writes before the task (Codex: its environment), the task

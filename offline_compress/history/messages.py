@@ -101,27 +101,22 @@ def plain_json(value: Any, depth: int | None = None) -> Any:
     two keys that read the same keep the later value. ``depth``: a ValueError if ``value`` nests deeper."""
     if depth is not None and depth < 0:
         raise ValueError("nested too deeply")
+    deeper = None if depth is None else depth - 1
     if isinstance(value, str):
         return valid_utf8(value)
-    if isinstance(value, bool) or value is None:
-        return value
+    if isinstance(value, (bool, float)) or value is None:
+        return value  # NaN and infinities: json.dumps writes NaN / Infinity, which json.loads reads back
     if isinstance(value, int):
         return value if value.bit_length() <= _MAX_INT_BITS else hex(value)
-    if isinstance(value, float):
-        return value  # NaN and infinities: json.dumps writes NaN / Infinity, which json.loads reads back
     if isinstance(value, Mapping):
-        return {_plain_key(k): plain_json(v, _less(depth)) for k, v in value.items()}
+        return {_plain_key(k): plain_json(v, deeper) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [plain_json(v, _less(depth)) for v in value]
+        return [plain_json(v, deeper) for v in value]
     if isinstance(value, (set, frozenset)):
-        return sorted((plain_json(v, _less(depth)) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
+        return sorted((plain_json(v, deeper) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
     if isinstance(value, (bytes, bytearray)):
         return valid_utf8(str(bytes(value)))
     return valid_utf8(str(value))
-
-
-def _less(depth: int | None) -> int | None:
-    return None if depth is None else depth - 1
 
 
 def _plain_key(key: Any) -> str:
@@ -203,13 +198,10 @@ class Message(BaseModel):
             return ""
         if isinstance(self.content, str):
             return self.content
-        pieces = []
-        for part in self.content:
-            if part.get("type") == "text" or "text" in part:
-                pieces.append(str(part.get("text", "")))
-            else:
-                pieces.append(f"[{part.get('type', 'part')}]")
-        return "\n".join(pieces)
+        return "\n".join(
+            str(p.get("text", "")) if p.get("type") == "text" or "text" in p else f"[{p.get('type', 'part')}]"
+            for p in self.content
+        )
 
     @property
     def text_and_arguments(self) -> str:
@@ -307,22 +299,14 @@ def _text_of(parts: Any) -> str:
     return "\n\n".join(t for t in texts if t)
 
 
-def _call_id(item: Mapping[str, Any], index: int, source: str, *, id_too: bool = False) -> str:
-    value = item.get("call_id")
+def _string(item: Mapping[str, Any], key: str, index: int, source: str, *, id_too: bool = False) -> str:
+    """The item's non-empty string ``key`` (``id_too``: else its ``id``), or an ``InputError``."""
+    value = item.get(key)
     if (not isinstance(value, str) or not value) and id_too:
         value = item.get("id")
     if not isinstance(value, str) or not value:
-        raise InputError(
-            f"{item.get('type')} item has no 'call_id' string", source=source, index=index, field="call_id"
-        )
+        raise InputError(f"{item.get('type')} item has no {key!r} string", source=source, index=index, field=key)
     return value
-
-
-def _name(item: Mapping[str, Any], index: int, source: str) -> str:
-    name = item.get("name")
-    if not isinstance(name, str) or not name:
-        raise InputError(f"{item.get('type')} item has no 'name' string", source=source, index=index, field="name")
-    return name
 
 
 def _output(value: Any) -> str | list[dict[str, Any]]:
@@ -348,20 +332,19 @@ def chat_message(item: Mapping[str, Any], *, index: int, source: str = "<message
             raise InputError("message item has no 'role'", source=source, index=index, field="role")
         content = item.get("content")
         return {"role": item["role"], "content": chat_parts(content) if isinstance(content, list) else content}
-    if kind == "function_call":
-        call = call_dict(_call_id(item, index, source), _name(item, index, source), item.get("arguments"))
-        return {"role": "assistant", "content": None, "tool_calls": [call]}
-    if kind == "custom_tool_call":
-        # The freeform input as it is (a patch, a script): FunctionCall keeps a string and dumps anything else.
-        call = call_dict(_call_id(item, index, source), _name(item, index, source), item.get("input"), "custom")
-        return {"role": "assistant", "content": None, "tool_calls": [call]}
-    if kind == "local_shell_call":
-        action = item.get("action")
-        arguments = json.dumps(action, ensure_ascii=False) if action is not None else ""
-        call = call_dict(_call_id(item, index, source, id_too=True), "local_shell", arguments)
+    if kind in CALLS:
+        if kind == "local_shell_call":
+            action = item.get("action")
+            arguments = json.dumps(action, ensure_ascii=False) if action is not None else ""
+            call = call_dict(_string(item, "call_id", index, source, id_too=True), "local_shell", arguments)
+        else:  # a custom call's freeform input as it is (a patch): FunctionCall keeps a string and dumps anything else
+            custom = kind == "custom_tool_call"
+            call_id, name = _string(item, "call_id", index, source), _string(item, "name", index, source)
+            given = item.get("input" if custom else "arguments")
+            call = call_dict(call_id, name, given, "custom" if custom else "function")
         return {"role": "assistant", "content": None, "tool_calls": [call]}
     if kind in OUTPUTS:
-        call_id = _call_id(item, index, source, id_too=kind == "local_shell_call_output")
+        call_id = _string(item, "call_id", index, source, id_too=kind == "local_shell_call_output")
         return {"role": "tool", "tool_call_id": call_id, "content": _output(item.get("output"))}
     if kind == "reasoning":
         return {"role": "assistant", "content": _text_of(item.get("summary"))}

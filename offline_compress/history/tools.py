@@ -42,25 +42,8 @@ READ_ONLY_TOOLS = frozenset(
 # The tools whose results are whole files, searches or web pages: after one of them the history may have grown by
 # thousands of tokens in one step (Claude Code, OpenHands, SWE-agent, Moatless, Codex). Read by the trigger.
 HEAVY_TOOLS = frozenset(
-    {
-        "search_codebase",
-        "read_many_files",
-        "read",
-        "read_file",
-        "view",
-        "view_file",
-        "grep",
-        "glob",
-        "webfetch",
-        "web_fetch",
-        "websearch",
-        "viewcode",
-        "semanticsearch",
-        "findcodesnippet",
-        "str_replace_editor",
-        "file_search",
-        "codebase_search",
-    }
+    "search_codebase read_many_files read read_file view view_file grep glob webfetch web_fetch websearch "
+    "viewcode semanticsearch findcodesnippet str_replace_editor file_search codebase_search".split()
 )
 
 # Tools through which an agent asks its user a question: the harness writes the person's answer as the call's

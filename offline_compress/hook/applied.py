@@ -37,11 +37,6 @@ class Applied:
     patches: tuple[tuple[int, Message, Any, Message], ...] = ()  # recent messages cut: (index, original, new, parsed)
 
 
-def remember(applied: Sequence[Applied], new: Applied) -> list[Applied]:
-    """``applied`` with ``new`` added, the oldest dropped past ``KEPT``."""
-    return [*applied[-(KEPT - 1) :], new]
-
-
 def reapply(applied: Sequence[Applied], originals: list[Any], parsed: list[Message]) -> tuple[list[Any], list[Message]]:
     """The history as the compactions it extends left it: each ``Applied`` whose input the history starts with
     replaces its ``[head, cut)`` by its summary and its cut recent messages by their copies (in order); the
@@ -83,4 +78,4 @@ def uncut(applied: Sequence[Applied], parsed: Sequence[Message], region: Sequenc
     return out
 
 
-__all__ = ["KEPT", "Applied", "reapply", "remember", "uncut"]
+__all__ = ["KEPT", "Applied", "reapply", "uncut"]

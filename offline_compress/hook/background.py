@@ -77,10 +77,8 @@ class Background:
     def current(self, parsed: list[Message], summary: CompressedContext | None) -> bool:
         """The job still describes this history (no new one is needed); a stale job is dropped."""
         job = self.job
-        if job is None:
-            return False
-        if job.current(parsed, summary):
-            return True
+        if job is None or job.current(parsed, summary):
+            return job is not None
         self.job = None
         log.debug(
             "background summary of %d messages dropped: the history no longer starts with its snapshot", job.plan.cut

@@ -50,10 +50,9 @@ from ..history.messages import Message, MessageCache, as_messages, parse_message
 from ..summary.budget import summary_budget
 from ..summary.message import summary_message
 from ..summary.plan import Plan, plan_compaction
-from ..summary.render import Render
 from ..summary.schema import CompressedContext
 from ..tokens.protocol import CountsTokens, full_counter
-from .applied import Applied, reapply, remember, uncut
+from .applied import KEPT, Applied, reapply, uncut
 from .background import Background, Job
 from .config import HookConfig
 from .guard import Guard
@@ -105,20 +104,15 @@ class CompactionHook:
         for listener in listeners:
             if not callable(listener) or inspect.iscoroutinefunction(listener):
                 raise TypeError(f"on_compaction takes plain callables (metrics, summary), got {listener!r}")
-        trigger, soft_fraction = config.trigger, config.soft_fraction
-        self.summary_keep_share = config.summary_keep_share
         self.model_max_tokens = model_max_tokens
         self.archive_path = database_path(archive_path)
         self._archive_arg = archive_path
         self._archive: Archive | None = None  # opened at the first compaction or recall
         self.session = config.session or uuid.uuid4().hex
-        self.recall_note = config.recall_note
-        self.summary_role = config.summary_role
-        self.render: Render = config.render
-        self.soft_fraction = soft_fraction
         self.listeners: list[Listener] = listeners
         self._tool_offered = False
-        self._compressor = compressor
+        if compressor is not None:
+            self.compressor = compressor
         if counter is None:
             from ..tokens.counter import default_counter
 
@@ -126,26 +120,20 @@ class CompactionHook:
         self.counter = full_counter(counter)
         if hasattr(self.counter, "preload"):
             self.counter.preload()  # the tokenizer loads off the agent's thread; the trigger decides meanwhile
-        self.trigger = trigger
-        soft_tokens = None if soft_fraction is None else soft_fraction * model_max_tokens
+        self.trigger, self.soft_fraction = config.trigger, config.soft_fraction
+        soft_tokens = None if config.soft_fraction is None else config.soft_fraction * model_max_tokens
         self._running = RunningTrigger(self.counter, model_max_tokens, soft_tokens)  # the step's inputs
         self.keep_last, self.keep_first = config.keep_last, config.keep_first
-        summary_fraction, self.summary_floor_tokens = config.summary_fraction, config.summary_floor_tokens
-        self.summary_fraction, self.summary_ratio = summary_fraction, config.summary_ratio
-        # the budget of a summary that replaces nothing (the fixed part of the rule, budget.py)
-        self.summary_tokens = summary_budget(
-            0, model_max_tokens, fraction=summary_fraction, floor=self.summary_floor_tokens, ratio=None
-        )
-        self.constraint_tokens = int(summary_fraction * model_max_tokens)  # then a long user turn is split
+        self.summary_floor_tokens, self.summary_keep_share = config.summary_floor_tokens, config.summary_keep_share
+        self.constraint_tokens = int(config.summary_fraction * model_max_tokens)  # then a long user turn is split
         self.turns_since_last_compression = 0
         self.metrics: list[CompactionMetrics] = []
         self.last_decision: CompressionDecision | None = None
         self.summary: CompressedContext | None = None
         self._merged: CompressedContext | None = None  # ``summary`` before any cut (module docstring)
         self.target_fraction = config.target
-        self.guard = Guard(model_max_tokens, self.target_fraction, trigger.token_fraction)
-        self.target_tokens = self.guard.target_tokens
-        self.trigger_tokens = int(trigger.token_fraction * model_max_tokens)
+        self.guard = Guard(model_max_tokens, self.target_fraction, config.trigger.token_fraction)
+        self.target_tokens, self.trigger_tokens = self.guard.target_tokens, self.guard.trigger_tokens
         self.summary_room, self.room_tokens = config.room, int(config.room * model_max_tokens)
         self._messages = MessageCache()
         self._empty_summary_tokens: int | None = None
@@ -155,15 +143,10 @@ class CompactionHook:
         self._step_worker: ThreadPoolExecutor | None = None  # runs abefore_step / acompact
         self._background_summary = Background(f"offline-compress-summary-{self.session[:8]}")
 
-    @property
+    @functools.cached_property
     def compressor(self) -> Compressor:
-        if self._compressor is None:
-            self._compressor = default_compressor(keep_last=self.keep_last)
-        return self._compressor
-
-    @compressor.setter
-    def compressor(self, compressor: Compressor) -> None:
-        self._compressor = compressor
+        """What writes the summary: the one given, else the default (made at the first compaction); may be set."""
+        return default_compressor(keep_last=self.keep_last)
 
     @property
     def archive(self) -> Archive:
@@ -181,13 +164,6 @@ class CompactionHook:
         From now on the summary tells the agent that it can recall (unless ``recall_note`` says otherwise)."""
         self._tool_offered = True
         return archive_recall_tool(self.archive, session=self.session)
-
-    @property
-    def note(self) -> str:
-        """The recall line after the summary: the given ``recall_note``, else the default once the tool is offered."""
-        if self.recall_note is not None:
-            return self.recall_note
-        return RECALL_NOTE if self._tool_offered else ""
 
     def close(self) -> None:
         """Wait for a background summary still being built (its result is dropped), stop the hook's worker
@@ -223,8 +199,7 @@ class CompactionHook:
         self.last_decision = decision = self._running.decide(parsed, self.turns_since_last_compression, self.trigger)
         if not decision.should_compress or self.held(parsed, decision.estimated_tokens):
             self.turns_since_last_compression += 1
-            if self.soft_fraction is not None:
-                self._background(parsed, decision.estimated_tokens)
+            self._background(parsed, decision.estimated_tokens)
             return originals
         return self._compact(originals, parsed, decision.reason, decision.estimated_tokens)
 
@@ -306,9 +281,8 @@ class CompactionHook:
         return out
 
     def _plan(self, parsed: list[Message]) -> Plan:
-        if not self.room_tokens:
-            return plan_compaction(parsed, self.keep_first, self.keep_last)
-        counts, kept = self.counter.message_counts(parsed), self.trigger_tokens - self.room_tokens
+        counts = self.counter.message_counts(parsed) if self.room_tokens else None  # no room to keep: no counts needed
+        kept = self.trigger_tokens - self.room_tokens
         return plan_compaction(parsed, self.keep_first, self.keep_last, counts=counts, kept_tokens=kept)
 
     def _why_not(self, parsed: list[Message], plan: Plan) -> str:
@@ -326,10 +300,9 @@ class CompactionHook:
 
     def summary_budget_for(self, parsed: Sequence[Message], plan: Plan) -> int:
         """The summary's token budget for ``plan`` (``summary/budget.py``)."""
-        if self.summary_ratio is None:
-            return self.summary_tokens
-        region = sum(self.counter.message_counts(parsed[plan.head : plan.cut]))
-        fraction, floor, ratio = self.summary_fraction, self.summary_floor_tokens, self.summary_ratio
+        c = self.config
+        region = sum(self.counter.message_counts(parsed[plan.head : plan.cut])) if c.summary_ratio is not None else 0
+        fraction, floor, ratio = c.summary_fraction, c.summary_floor_tokens, c.summary_ratio
         return summary_budget(region, self.model_max_tokens, fraction=fraction, floor=floor, ratio=ratio)
 
     def _summarise(self, parsed: list[Message], plan: Plan, previous: CompressedContext | None) -> CompressionResult:
@@ -340,8 +313,11 @@ class CompactionHook:
         )
 
     def summary_message(self, context: CompressedContext, head: int) -> dict[str, Any]:
-        note = "\n".join(x for x in (HEAD_NOTE if head else "", self.note) if x)
-        return summary_message(context, note, self.render) | {"role": self.summary_role}
+        # the recall line: the given ``recall_note``, else the default once the tool is offered
+        recall = self.config.recall_note
+        recall = (RECALL_NOTE if self._tool_offered else "") if recall is None else recall
+        note = "\n".join(x for x in (HEAD_NOTE if head else "", recall) if x)
+        return summary_message(context, note, self.config.render) | {"role": self.config.summary_role}
 
     def _kept_as_it_was(
         self, originals: list[Any], parsed: list[Any], reason: str, tokens: int, note: str, start: float
@@ -394,14 +370,8 @@ class CompactionHook:
         if replacement.tokens_after > self.target_tokens or (must_shrink and replacement.tokens_after >= tokens_before):
             replacement = self._harder(originals, replacement, shorten=own, must_shrink=must_shrink)
         if replacement.tokens_after >= tokens_before:
-            return self._kept_as_it_was(
-                originals,
-                parsed,
-                reason,
-                tokens_before,
-                f"the compacted history would hold {replacement.tokens_after} tokens, not fewer than {tokens_before}",
-                start,
-            )
+            note = f"the compacted history would hold {replacement.tokens_after} tokens, not fewer than {tokens_before}"
+            return self._kept_as_it_was(originals, parsed, reason, tokens_before, note, start)
         return self._commit(originals, parsed, replacement, reason, start, background=False)
 
     def _replacement(
@@ -443,7 +413,7 @@ class CompactionHook:
         self.turns_since_last_compression = 0
         patches = tuple((k, parsed[k], new_history[i], r.parsed[i]) for k, i in zip(at, r.shortened))
         applied = Applied(parsed[:cut], head, cut, message, parse_message(message, index=head), compaction, patches)
-        self._applied = remember(self._applied, applied)
+        self._applied = [*self._applied[-(KEPT - 1) :], applied]  # the oldest dropped past KEPT
         above = tokens_after > self.trigger_tokens
         over = tokens_after > self.target_tokens
         limit = self.guard.set(r.parsed, tokens_after) if over else self.guard.release()
@@ -488,10 +458,8 @@ class CompactionHook:
     def _background(self, parsed: list[Message], tokens: int) -> None:
         """Past the soft threshold, start a summary of the current history's older part in the worker (once;
         again only when the history stopped extending the snapshot or a compaction made it stale)."""
-        soft = self.soft_fraction * self.model_max_tokens if self.soft_fraction is not None else None
-        if soft is None or tokens <= soft:
-            return
-        if self._background_summary.current(parsed, self._merged):
+        soft = self._running.soft_tokens
+        if soft is None or tokens <= soft or self._background_summary.current(parsed, self._merged):
             return
         plan = self._plan(parsed)
         if not self._why_not(parsed, plan):

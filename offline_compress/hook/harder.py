@@ -67,9 +67,7 @@ def refit(
     """``result`` with its summary cut to ``budget`` tokens (``summary.merge.fit``); what the ``kept`` messages name
     already is not paid for twice. ``constraint_tokens``: the constraints' bound (``summary.merge.Budget``); None: they
     stay as the summary has them (a cut after the fact does not split a user's turn)."""
-    known: set[str] = set()
-    for m in kept:
-        known |= names(m.text_and_arguments)
+    known: set[str] = set().union(*(names(m.text_and_arguments) for m in kept))
     stats = result.stats.model_copy()
     context = result.context
     if constraint_tokens is not None:

@@ -44,15 +44,17 @@ EDGE_SHARE = 0.4  # of the characters a cut by lines keeps, this share for the f
 _NUMBERED = re.compile(r"\A\s*\d+(?:→|\t|:)")
 
 
-def _texts(raw: Mapping[str, Any]) -> list[tuple[str, int | None]]:
-    """Where the text of a message is: ``(key, None)`` for a string value, ``(key, i)`` for the i-th text part."""
-    out: list[tuple[str, int | None]] = []
+def _texts(raw: Mapping[str, Any]) -> list[tuple[str, int | None, str]]:
+    """The texts of a message and where they are: ``(key, None, text)`` for a string value, ``(key, i, text)`` for
+    the i-th text part."""
+    out: list[tuple[str, int | None, str]] = []
     for key in ("content", "output"):
         value = raw.get(key)
         if isinstance(value, str):
-            out.append((key, None))
+            out.append((key, None, value))
         elif isinstance(value, list):
-            out += [(key, i) for i, p in enumerate(value) if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
+            parts = [(i, p.get("text")) for i, p in enumerate(value) if isinstance(p, Mapping)]
+            out += [(key, i, text) for i, text in parts if isinstance(text, str)]
     return out
 
 
@@ -61,15 +63,7 @@ def text_chars(raw: Any) -> int:
     ``Message``)."""
     if isinstance(raw, Message):
         raw = raw.to_openai()
-    if not isinstance(raw, Mapping):
-        return 0
-    return sum(len(_get(raw, where)) for where in _texts(raw))
-
-
-def _get(raw: Mapping[str, Any], where: tuple[str, int | None]) -> str:
-    key, i = where
-    value = raw[key]
-    return value if i is None else value[i]["text"]
+    return sum(len(text) for *_, text in _texts(raw)) if isinstance(raw, Mapping) else 0
 
 
 def clip_middle(text: str, keep: int) -> str:
@@ -153,12 +147,10 @@ def shorten(raw: Mapping[str, Any] | Message, keep: int, *, by_lines: bool = Fal
     if isinstance(raw, Message):
         return parse_message(shorten(raw.to_openai(), keep, by_lines=by_lines), index=0)
     places = _texts(raw)
-    total = sum(len(_get(raw, w)) for w in places)
+    total = sum(len(text) for *_, text in places)
     out = dict(raw)
-    for where in places:
-        text = _get(raw, where)
+    for key, i, text in places:
         share = max(1, keep * len(text) // total) if total else 0
-        key, i = where
         clipped = clip_lines(text, share) if by_lines else clip_middle(text, share)
         if i is None:
             out[key] = clipped

@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Hashable, Mapping, Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -52,11 +53,6 @@ class ChatTemplate(Protocol):
     bos_tokens: int
 
     def segments(self, messages: Sequence[MessageLike]) -> list[str]: ...
-
-
-def to_messages(messages: Sequence[MessageLike]) -> list[Message]:
-    """Validated Messages from dicts or Messages (Messages pass through untouched); empty is allowed."""
-    return parse_messages(list(messages), allow_empty=True)
 
 
 def render(template: ChatTemplate, messages: Sequence[MessageLike]) -> str:
@@ -128,13 +124,11 @@ def _system_prefix(message: _Light) -> str:
 
 def _tool_call_line(call: ToolCall) -> str:
     record: dict[str, Any] = {"id": call.id} if call.id else {}
+    name, raw = call.function.name, call.function.arguments
     try:
-        arguments: Any = json.loads(call.function.arguments) if call.function.arguments else {}
-        return json.dumps({**record, "name": call.function.name, "arguments": arguments}, ensure_ascii=False)
+        return json.dumps({**record, "name": name, "arguments": json.loads(raw) if raw else {}}, ensure_ascii=False)
     except (ValueError, RecursionError):  # not JSON, or nested deeper than Python parses: the text as it is
-        return json.dumps(
-            {**record, "name": call.function.name, "arguments": call.function.arguments}, ensure_ascii=False
-        )
+        return json.dumps({**record, "name": name, "arguments": raw}, ensure_ascii=False)
 
 
 def _tool_header(message: _Light) -> str:
@@ -259,21 +253,20 @@ class HFChatTemplate:
             raise TokenizerError(f"{self.folder}: the tokenizer has no chat template")
 
     def render(self, messages: Sequence[MessageLike]) -> str:
-        msgs = [m.to_openai() for m in to_messages(messages)]
+        msgs = [m.to_openai() for m in parse_messages(list(messages), allow_empty=True)]
         try:
             return str(self._tokenizer.apply_chat_template(msgs, tokenize=False))
         except Exception as err:  # jinja2 TemplateError from raise_exception, or a template bug
             raise TokenizerError(f"chat template of {self.folder} failed: {err}") from None
 
     def segments(self, messages: Sequence[MessageLike]) -> list[str]:
-        msgs = to_messages(messages)
+        msgs = parse_messages(list(messages), allow_empty=True)  # Messages pass through untouched
         if not msgs:
             return []
         renders = [self.render(msgs[: i + 1]) for i in range(len(msgs))]
         full = renders[-1]
-        bounds = [_common_prefix(r, full) for r in renders]
-        for i in range(len(bounds) - 2, -1, -1):
-            bounds[i] = min(bounds[i], bounds[i + 1])
+        # segment i ends where every longer rendering still agrees with the full one
+        bounds = list(accumulate((_common_prefix(r, full) for r in reversed(renders)), min))[::-1]
         starts = [0] + bounds[:-1]
         return [full[s:e] for s, e in zip(starts, bounds)]
 

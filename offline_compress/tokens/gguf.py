@@ -26,6 +26,7 @@ kept per process.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -114,10 +115,6 @@ def _spm_merges(tokens: list[str], scores: list[float]) -> list[tuple[str, str]]
     return [(left, right) for _, _, _, left, right in ranked]
 
 
-def _same_char_run(text: str) -> bool:
-    return len(set(text)) == 1
-
-
 def exactness_problems(meta: dict[str, Any]) -> list[str]:
     """Vocabulary properties under which the BPE rebuild can disagree with llama.cpp (none for Gemma 3):
 
@@ -148,11 +145,8 @@ def exactness_problems(meta: dict[str, Any]) -> list[str]:
             starts.setdefault(tok[:k], []).append(tok)
     for tok in special:
         for k in range(1, len(tok)):
-            clash = [
-                o
-                for o in starts.get(tok[k:], ())
-                if o != tok and not (_same_char_run(tok) and _same_char_run(o) and tok[0] == o[0])
-            ]
+            # runs of one and the same character (Gemma's whitespace tokens) split alike either way
+            clash = [o for o in starts.get(tok[k:], ()) if o != tok and len(set(tok + o)) != 1]
             if clash:
                 problems.append(f"special tokens {tok!r} and {clash[0]!r} overlap")
                 break
@@ -286,19 +280,15 @@ def _key(path: Path) -> tuple[str, int, int]:
 
 def _release_free_memory() -> None:
     """Give the memory the parser freed back to the system: glibc keeps it otherwise (53 MB of Gemma's load)."""
-    try:
+    with contextlib.suppress(OSError, AttributeError):  # not glibc
         ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
 
 
 def _load_json(path: Path, *, derived: bool = False) -> Tokenizer:
     with _lock:
         if derived:
-            try:
+            with contextlib.suppress(OSError, ValueError):  # a read-only folder, a broken file: as it is (or refused)
                 _compact(path, path)  # once: a file derived before the compact form
-            except (OSError, ValueError):  # a read-only folder or a broken file: loaded as it is (or refused below)
-                pass
         key = _key(path)
         if key not in _cache:
             try:

@@ -71,20 +71,14 @@ def cut_rules(tokenizer: Any) -> CutRules | None:
     if "\n" in contents and all(set(c) == {"\n"} for c in contents if "\n" in c):
         alternatives += [r"(?<=\n)(?!\n)", r"(?<!\n)(?=\n)"]
     if all(set(c) == {" "} for c in contents if " " in c):
-        before_space = {tok[i - 1] for tok in tokenizer.get_vocab(with_added_tokens=False) for i in _spaces_in(tok)}
+        # each character a vocabulary token holds just before a '▁' (a merge joined it and a space)
+        vocab = tokenizer.get_vocab(with_added_tokens=False)
+        before_space = {c for tok in vocab if "▁" in tok[1:] for c in re.findall(r".(?=▁)", tok, re.S)}
         unsafe = "".join(sorted(before_space | {" ", "\n"}))
         alternatives.append(rf"(?<![{re.escape(unsafe)}])(?= )")
     if not alternatives:
         return None
     return CutRules(re.compile("|".join(alternatives)))
-
-
-def _spaces_in(token: str) -> Iterator[int]:
-    """Positions after the first of '▁' in a vocabulary token (where a merge joined something and a space)."""
-    i = token.find("▁", 1)
-    while i > 0:
-        yield i
-        i = token.find("▁", i + 1)
 
 
 def pieces(text: str, rules: CutRules | None, piece_chars: int = PIECE_CHARS) -> Iterator[str]:
