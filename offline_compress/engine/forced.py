@@ -53,7 +53,7 @@ import warnings
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -170,17 +170,14 @@ def penalised_argmax(logits: np.ndarray, counts: np.ndarray, penalty: float, n_v
 
 
 class _PenaltyWindow:
-    """The last ``n`` tokens with per-token counts (llama.cpp's ring buffer ``prev`` + ``token_count``)."""
+    """The last ``PENALTY_LAST_N`` tokens with per-token counts (llama.cpp's ring buffer ``prev`` + ``token_count``)."""
 
-    def __init__(self, n_vocab: int, n: int) -> None:
-        self.n = n
+    def __init__(self, n_vocab: int) -> None:
         self.ring: deque[int] = deque()
         self.counts = np.zeros(n_vocab, dtype=np.int32)
 
     def push(self, token: int) -> None:
-        if self.n <= 0:
-            return
-        if len(self.ring) >= self.n:
+        if len(self.ring) >= PENALTY_LAST_N:
             self.counts[self.ring.popleft()] -= 1
         self.ring.append(token)
         self.counts[token] += 1
@@ -197,29 +194,21 @@ class _Run:
 
     mask_ptr: int  # the bitmask's address and size in bytes, for llguidance to write the token mask into
     mask_size: int
-    out: list[int] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
     pending: list[int] = field(default_factory=list)  # consumed by the matcher, not yet evaluated by llama.cpp
-    forced: int = 0
-    sampled: int = 0
+    forced_tokens: int = 0
+    sampled_tokens: int = 0
     decode_calls: int = 0
     masks: int = 0
-    mask_s: float = 0.0
-    decode_s: float = 0.0
+    mask_seconds: float = 0.0
+    decode_seconds: float = 0.0
     future: Future[None] | None = None  # a decode running on the pool while the mask is computed
 
     def result(self, stop: str, start: float) -> DecodeResult:
-        """The ``DecodeResult`` of a decode that started at ``start`` (``time.perf_counter``) and ended on ``stop``."""
-        return DecodeResult(
-            tokens=self.out,
-            forced_tokens=self.forced,
-            sampled_tokens=self.sampled,
-            decode_calls=self.decode_calls,
-            masks=self.masks,
-            mask_seconds=self.mask_s,
-            decode_seconds=self.decode_s,
-            seconds=time.perf_counter() - start,
-            stop_reason=stop,
-        )
+        """The ``DecodeResult`` of a decode that started at ``start`` (``time.perf_counter``) and ended on ``stop``:
+        the tokens and counters are this run's fields of the same names."""
+        counted = {f.name: getattr(self, f.name) for f in fields(DecodeResult) if hasattr(self, f.name)}
+        return DecodeResult(**counted, seconds=time.perf_counter() - start, stop_reason=stop)
 
 
 # -- the decoder ----------------------------------------------------------------------------------------------
@@ -228,7 +217,7 @@ class FastJsonDecoder:
     tokenizer over Gemma's 262k vocabulary takes seconds); grammars are compiled once per schema.
     One decode at a time (it drives the model's single llama.cpp context); not thread-safe."""
 
-    def __init__(self, llm: Any, tokenizer: Any | None = None, *, overlap: bool = True) -> None:
+    def __init__(self, llm: Any, tokenizer: Any | None = None) -> None:
         import llama_cpp
         import llguidance
         import llguidance.llamacpp
@@ -244,28 +233,24 @@ class FastJsonDecoder:
         self.tokenizer = tokenizer
         self.n_vocab = int(llm.n_vocab())
         self.eos = int(self.tokenizer.eos_token)
-        self.n_words = (self.tokenizer.vocab_size + 31) // 32
-        self._bitmask = np.zeros(self.n_words, dtype=np.uint32)
+        self._bitmask = np.zeros((self.tokenizer.vocab_size + 31) // 32, dtype=np.uint32)  # a bit per token
         self._matchers: dict[str, Any] = {}
-        self._window = _PenaltyWindow(max(self.n_vocab, self.tokenizer.vocab_size), PENALTY_LAST_N)
-        self.overlap = overlap
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama-decode") if overlap else None
+        self._window = _PenaltyWindow(max(self.n_vocab, self.tokenizer.vocab_size))
+        # None after close (and where a benchmark switches the overlap off): decodes run in the calling thread
+        self._pool: ThreadPoolExecutor | None = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama-decode")
         # compile the kernels now (numba; cached on disk after the first process)
         masked_argmax(np.zeros(64, np.float32), np.zeros(2, np.uint32), np.zeros(64, np.int32), 1.0, 64)
         penalised_argmax(np.zeros(64, np.float32), np.zeros(64, np.int32), 1.0, 64)
 
     # grammar ----------------------------------------------------------------------------------------------
-    def grammar(self, schema: dict[str, Any]) -> str:
-        """llguidance grammar for a JSON schema; ``x-guidance`` in the schema (e.g. ``whitespace_flexible``)
-        is read by llguidance's JSON compiler, exactly as for Outlines' ``grammar_from("json_schema", ...)``."""
-        return self._llg.LLMatcher.grammar_from_json_schema(json.dumps(schema))
-
     def matcher(self, schema: dict[str, Any]) -> Any:
-        """A fresh matcher for ``schema`` (a copy of one compiled on first use)."""
+        """A fresh matcher for ``schema`` (a copy of one compiled on first use). llguidance's JSON compiler reads the
+        schema's ``x-guidance`` (e.g. ``whitespace_flexible``), exactly as for Outlines' ``grammar_from``."""
         key = json.dumps(schema)  # property order is the generation order: keep it
         template = self._matchers.get(key)
         if template is None:
-            template = self._llg.LLMatcher(self.tokenizer, self.grammar(schema), log_level=0)
+            grammar = self._llg.LLMatcher.grammar_from_json_schema(key)
+            template = self._llg.LLMatcher(self.tokenizer, grammar, log_level=0)
             if template.is_error():
                 raise ValueError(f"llguidance rejected the schema: {template.get_error()}")
             self._matchers[key] = template
@@ -299,22 +284,21 @@ class FastJsonDecoder:
         on Gemma's vocabulary). The result is the same token: if the unconstrained greedy token is allowed it
         is also the greedy token among the allowed ones (same values, same lowest-id tie rule), and
         ``validate_tokens`` agrees with the mask (checked on every token of the vocabulary in sampled states of
-        real drafts). ``lazy_mask=False`` computes every mask, overlapped with the decode when ``overlap``."""
+        real drafts). ``lazy_mask=False`` computes every mask, overlapped with the decode (the pool's thread)."""
         if max_tokens < 0:
             raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
         matcher = self.matcher(schema)
         window = self._start_window(prompt_tokens, penalize_prompt)
-        words = self._bitmask
-        run = _Run(mask_ptr=words.ctypes.data, mask_size=words.size * 4)
+        run = _Run(mask_ptr=self._bitmask.ctypes.data, mask_size=self._bitmask.nbytes)
         stop = "max_tokens"
         start = time.perf_counter()
         try:
-            while len(run.out) < max_tokens:
+            while len(run.tokens) < max_tokens:
                 t0 = time.perf_counter()
                 ff = matcher.compute_ff_tokens()
-                run.mask_s += time.perf_counter() - t0
+                run.mask_seconds += time.perf_counter() - t0
                 if ff:
-                    if not self._take_forced(matcher, ff[: max_tokens - len(run.out)], run, batch_forced):
+                    if not self._take_forced(matcher, ff[: max_tokens - len(run.tokens)], run, batch_forced):
                         stop = f"error: {matcher.get_error()}"
                         break
                     continue
@@ -339,9 +323,9 @@ class FastJsonDecoder:
                     stop = f"error: {matcher.get_error()}"
                     break
                 window.push(token)
-                run.out.append(token)
+                run.tokens.append(token)
                 run.pending.append(token)
-                run.sampled += 1
+                run.sampled_tokens += 1
             else:
                 if matcher.is_stopped() and not matcher.is_error():
                     stop = "grammar"
@@ -366,18 +350,17 @@ class FastJsonDecoder:
         """Consume a forced run (one decode per token without ``batch_forced``); False when the matcher rejects it."""
         if not matcher.consume_tokens(ff):
             return False
-        window = self._window
         for token in ff:
-            window.push(token)
-        run.out += ff
+            self._window.push(token)
+        run.tokens += ff
         run.pending += ff
-        run.forced += len(ff)
+        run.forced_tokens += len(ff)
         if not batch_forced:  # one decode per token, as the Outlines path
             t0 = time.perf_counter()
             for token in run.pending:
                 self.llm.eval([token])
             run.decode_calls += len(run.pending)
-            run.decode_s += time.perf_counter() - t0
+            run.decode_seconds += time.perf_counter() - t0
             run.pending = []
         return True
 
@@ -387,7 +370,7 @@ class FastJsonDecoder:
             run.decode_calls += 1
             t0 = time.perf_counter()
             self.llm.eval(run.pending)
-            run.decode_s += time.perf_counter() - t0
+            run.decode_seconds += time.perf_counter() - t0
             run.pending = []
         logits = self._logits()
         token = penalised_argmax(logits, self._window.counts, repeat_penalty, self.n_vocab)
@@ -396,7 +379,7 @@ class FastJsonDecoder:
         if not allowed:
             matcher.unsafe_compute_mask_ptr(run.mask_ptr, run.mask_size)
             run.masks += 1
-        run.mask_s += time.perf_counter() - t0
+        run.mask_seconds += time.perf_counter() - t0
         if not allowed:
             if matcher.is_error():
                 return None
@@ -413,17 +396,17 @@ class FastJsonDecoder:
             else:
                 t0 = time.perf_counter()
                 self.llm.eval(run.pending)
-                run.decode_s += time.perf_counter() - t0
+                run.decode_seconds += time.perf_counter() - t0
             run.pending = []
         t0 = time.perf_counter()
         matcher.unsafe_compute_mask_ptr(run.mask_ptr, run.mask_size)
         run.masks += 1
         t1 = time.perf_counter()
-        run.mask_s += t1 - t0
+        run.mask_seconds += t1 - t0
         if run.future is not None:
             done, run.future = run.future, None
             done.result()
-            run.decode_s += time.perf_counter() - t1
+            run.decode_seconds += time.perf_counter() - t1
         if matcher.is_error():
             return None
         return masked_argmax(self._logits(), self._bitmask, self._window.counts, repeat_penalty, self.n_vocab)

@@ -63,6 +63,10 @@ class FastGeneration(Generation):
     stop_reason: str = ""  # "grammar" | "eos" | "max_tokens" | "error: ..."
 
 
+# FastGeneration's own fields: the loop's DecodeResult has them under the same names
+_LOOP_FIELDS = ("forced_tokens", "sampled_tokens", "decode_calls", "masks", "mask_seconds", "stop_reason")
+
+
 class LlamaCppBackend:
     """One loaded GGUF. Build once, call ``generate`` many times (one at a time: a llama.cpp context is not
     thread-safe; the compressor holds a lock)."""
@@ -115,8 +119,7 @@ class LlamaCppBackend:
         self.flash_attn = flash_attn
         self.gpu = n_gpu_layers != 0 and bool(llama_cpp.llama_supports_gpu_offload())
         self.name = f"llama.cpp {'GPU' if self.gpu else 'CPU'} ({self.model_path.name})"
-        self.chat_template: str | None = self.llm.metadata.get("tokenizer.chat_template")
-        self.instruct = self.chat_template is not None
+        self.instruct = self.llm.metadata.get("tokenizer.chat_template") is not None
         with warnings.catch_warnings():
             # llguidance's vocabulary import calls a llama.cpp function deprecated in 0.3.36 once per token (262k).
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -164,11 +167,6 @@ class LlamaCppBackend:
             llama_cpp.llama_set_n_threads(self.llm.ctx, n, n)
             self.n_threads = n
 
-    def _choose_threads(self) -> int:
-        if self.adaptive_threads and not self.gpu:
-            self.set_threads(threads_now())
-        return self.n_threads
-
     def generator(self, schema: dict[str, Any]) -> Any:
         """The Outlines generator for ``schema``, compiled on first use and reused (compiling costs seconds)."""
         from outlines import Generator
@@ -193,14 +191,6 @@ class LlamaCppBackend:
         self._prefix_states[prefix] = (tokens, self.llm.save_state())
         return tokens, False
 
-    def _prompt(self, prefix: str, suffix: str, max_tokens: int) -> list[int]:
-        prompt = self.tokenize(prefix + suffix, add_bos=True)
-        if len(prompt) + max_tokens > self.n_ctx:
-            raise PromptTooLongError(
-                f"prompt of {len(prompt)} tokens + {max_tokens} output tokens exceeds n_ctx={self.n_ctx}"
-            )
-        return prompt
-
     def eval_prompt(self, prefix: str, prompt: list[int]) -> tuple[int, bool]:
         """The KV cache holds all of ``prompt`` afterwards: the prefix's restored, the rest evaluated. Returns
         (prefix tokens, prefix cached). The fixed prefix ends in a newline that never merges with what follows,
@@ -220,25 +210,43 @@ class LlamaCppBackend:
 
         ``repeat_penalty`` > 1 keeps small models out of loops (still greedy, still deterministic). The prompt is in
         the KV cache before the decoder starts (prefix restored, rest evaluated), so llama-cpp-python samples at
-        once and the prompt time is measured apart. Same input, same output bytes."""
-        if self.decoder == "forced":
-            return self._generate_forced(prefix, suffix, schema, max_tokens, repeat_penalty)
-        generator = self.generator(schema)
-        prompt = self._prompt(prefix, suffix, max_tokens)
+        once and the prompt time is measured apart. Same input, same output bytes. The forced-token loop (``decoder
+        "forced"``, see forced.py) keeps this contract but appends the tokens the grammar forces in one batch instead
+        of one decode each, and says what it did (``FastGeneration``)."""
+        forced = self.decoder == "forced"
+        decoder = self.fast_decoder() if forced else self.generator(schema)
+        prompt = self.tokenize(prefix + suffix, add_bos=True)
+        if len(prompt) + max_tokens > self.n_ctx:
+            raise PromptTooLongError(
+                f"prompt of {len(prompt)} tokens + {max_tokens} output tokens exceeds n_ctx={self.n_ctx}"
+            )
         start = time.perf_counter()
-        threads = self._choose_threads()
+        if self.adaptive_threads and not self.gpu:
+            self.set_threads(threads_now())
         prefix_tokens, cached = self.eval_prompt(prefix, prompt)
         prompt_done = time.perf_counter()
-        text = generator(prefix + suffix, max_tokens=max_tokens, temperature=0.0, seed=0, repeat_penalty=repeat_penalty)
-        return Generation(
+        made: type[Generation] = Generation
+        loop: dict[str, Any] = {}
+        if forced:
+            result = decoder.decode(schema, max_tokens, repeat_penalty=repeat_penalty, prompt_tokens=prompt)
+            text = self.llm.detokenize(result.tokens, prev_tokens=prompt).decode("utf-8", errors="ignore")
+            made, generated = FastGeneration, len(result.tokens)
+            loop = {name: getattr(result, name) for name in _LOOP_FIELDS}
+        else:
+            text = decoder(
+                prefix + suffix, max_tokens=max_tokens, temperature=0.0, seed=0, repeat_penalty=repeat_penalty
+            )
+            generated = len(self.tokenize(text)) if text else 0
+        return made(
             text=text,
             prompt_tokens=len(prompt),
             prefix_tokens=prefix_tokens,
             prefix_cached=cached,
-            generated_tokens=len(self.tokenize(text)) if text else 0,
+            generated_tokens=generated,
             prompt_seconds=prompt_done - start,
             total_seconds=time.perf_counter() - start,
-            threads=threads,
+            threads=self.n_threads,
+            **loop,
         )
 
     # -- the forced-token loop (offline_compress/fastdecode.py) ----------------------------------------------
@@ -248,43 +256,10 @@ class LlamaCppBackend:
         if self._fast_decoder is None:
             from .forced import FastJsonDecoder
 
-            tokenizer = None
-            for generator in self._generators.values():
-                tokenizer = getattr(getattr(generator, "logits_processor", None), "llg_tokenizer", None)
-                if tokenizer is not None:
-                    break
-            self._fast_decoder = FastJsonDecoder(self.llm, tokenizer)
+            processors = (getattr(g, "logits_processor", None) for g in self._generators.values())
+            tokenizers = (t for p in processors if (t := getattr(p, "llg_tokenizer", None)) is not None)
+            self._fast_decoder = FastJsonDecoder(self.llm, next(tokenizers, None))
         return self._fast_decoder
-
-    def _generate_forced(
-        self, prefix: str, suffix: str, schema: dict[str, Any], max_tokens: int, repeat_penalty: float
-    ) -> FastGeneration:
-        """Same contract as the Outlines path (greedy, constrained, same prompt, same repetition penalty), but
-        tokens the grammar forces are appended in one batch instead of one decode each; see fastdecode.py."""
-        decoder = self.fast_decoder()
-        prompt = self._prompt(prefix, suffix, max_tokens)
-        start = time.perf_counter()
-        threads = self._choose_threads()
-        prefix_tokens, cached = self.eval_prompt(prefix, prompt)
-        prompt_done = time.perf_counter()
-        result = decoder.decode(schema, max_tokens, repeat_penalty=repeat_penalty, prompt_tokens=prompt)
-        text = self.llm.detokenize(result.tokens, prev_tokens=prompt).decode("utf-8", errors="ignore")
-        return FastGeneration(
-            text=text,
-            prompt_tokens=len(prompt),
-            prefix_tokens=prefix_tokens,
-            prefix_cached=cached,
-            generated_tokens=len(result.tokens),
-            prompt_seconds=prompt_done - start,
-            total_seconds=time.perf_counter() - start,
-            threads=threads,
-            forced_tokens=result.forced_tokens,
-            sampled_tokens=result.sampled_tokens,
-            decode_calls=result.decode_calls,
-            masks=result.masks,
-            mask_seconds=result.mask_seconds,
-            stop_reason=result.stop_reason,
-        )
 
 
 # Backends whose model is loaded. At interpreter exit, while llama-cpp-python's modules still exist, each is

@@ -33,6 +33,7 @@ import http.client
 import json
 import re
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -44,7 +45,8 @@ Api = Literal["chat", "completions"]
 Structured = Literal["auto", "openai", "vllm", "llamacpp"]
 STRUCTURED_CHOICES = ("auto", "openai", "vllm", "llamacpp")
 DEFAULT_N_CTX = 4096  # when the server does not say (llama-cpp-python's does not): pass n_ctx= to be exact
-SCHEMA_NAME = "draft"
+# The servers' own tokenize endpoints, by what the server is (``ServerInfo.kind``)
+_TOKENIZE_PATHS = {"llama.cpp": "/tokenize", "llama-cpp-python": "/extras/tokenize", "vllm": "/tokenize"}
 
 # A pattern "^<literal>[<class>]*$": the one shape bounded_schema rewrites (a literal start, then one class).
 _OPEN_PATTERN = re.compile(r"^\^((?:[^\\\[\](){}.*+?|^$]|\\.)*)(\[(?:[^\]\\]|\\.)*\])\*\$$")
@@ -61,15 +63,13 @@ def bounded_schema(schema: dict[str, Any]) -> dict[str, Any]:
         node = pending.pop()
         if isinstance(node, list):
             pending.extend(node)
-            continue
-        if not isinstance(node, dict):
-            continue
-        pending.extend(node.values())
-        m = _OPEN_PATTERN.match(node.get("pattern", "")) if node.get("type") == "string" else None
-        if m and "maxLength" in node:
-            literal = re.sub(r"\\(.)", r"\1", m.group(1))
-            room = max(0, int(node["maxLength"]) - len(literal))
-            node["pattern"] = f"^{m.group(1)}{m.group(2)}{{0,{room}}}$"
+        elif isinstance(node, dict):
+            pending.extend(node.values())
+            m = _OPEN_PATTERN.match(node.get("pattern", "")) if node.get("type") == "string" else None
+            if m and "maxLength" in node:
+                literal = re.sub(r"\\(.)", r"\1", m.group(1))
+                room = max(0, int(node["maxLength"]) - len(literal))
+                node["pattern"] = f"^{m.group(1)}{m.group(2)}{{0,{room}}}$"
     return out
 
 
@@ -86,12 +86,8 @@ def gbnf_grammar(schema: dict[str, Any]) -> str:
 def structured_fields(style: str, schema: dict[str, Any]) -> dict[str, Any]:
     """The request fields that ask for ``schema`` in one of the formats (see the module docstring)."""
     if style == "openai":
-        return {
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": SCHEMA_NAME, "schema": schema, "strict": True},
-            }
-        }
+        named = {"name": "draft", "schema": schema, "strict": True}
+        return {"response_format": {"type": "json_schema", "json_schema": named}}
     if style == "vllm":
         return {"structured_outputs": {"json": schema}}
     if style == "llamacpp":
@@ -139,9 +135,11 @@ class OpenAIServerBackend:
         self._https = parts.scheme == "https"
         self._host = parts.hostname
         self._port = parts.port or (443 if self._https else 80)
+        origin = f"{parts.scheme}://{self._host}:{self._port}"  # no user:password@ from the URL in names and messages
         root = parts.path.rstrip("/")
-        self.url = f"{self._origin()}{root}"  # no user:password@ from the URL in names and messages
-        self._root = root[: -len("/v1")] if root.endswith("/v1") else root
+        self.url = f"{origin}{root}"
+        self._root = root.removesuffix("/v1")  # the API's paths start with /v1 themselves
+        self._base = f"{origin}{self._root}"  # what a request's path follows, in messages
         self.api: Api = api
         self.api_key = api_key
         self.connect_timeout = connect_timeout
@@ -149,12 +147,12 @@ class OpenAIServerBackend:
         self.info = self._probe(model)
         self.n_ctx = n_ctx or self.info.n_ctx or DEFAULT_N_CTX
         self.instruct = False  # chat: the server applies the template; completions: a base model's raw text
-        self._styles = list(self._style_order(structured))
-        self._tokenize_path = {
-            "llama.cpp": "/tokenize",
-            "llama-cpp-python": "/extras/tokenize",
-            "vllm": "/tokenize",
-        }.get(self.info.kind)
+        if structured == "auto":  # the server's own format first (vLLM's and the rest: OpenAI's), then the others
+            first = {"llama.cpp": "llamacpp", "llama-cpp-python": "llamacpp"}.get(self.info.kind, "openai")
+            self._styles = [first, *(s for s in ("openai", "llamacpp", "vllm") if s != first)]
+        else:
+            self._styles = [structured]
+        self._tokenize_path = _TOKENIZE_PATHS.get(self.info.kind)
         self.counting = f"server {self._tokenize_path}" if self._tokenize_path else "local Gemma 3 tokenizer"
         self._count_offset = 0
         self._count_offset = self.count("")  # llama-cpp-python's tokenizer adds BOS: counted once, taken off
@@ -166,17 +164,13 @@ class OpenAIServerBackend:
     # -- HTTP -----------------------------------------------------------------------------------------------
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
         """(status, parsed JSON or text). Raises ``BackendError`` for what is not an HTTP answer."""
-        url = f"{self._origin()}{self._root}{path}"
+        url = f"{self._base}{path}"
         cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        conn = cls(self._host, self._port, timeout=self.connect_timeout)
-        headers = {"Accept": "application/json"}
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode("utf-8")
-            headers["Content-Type"] = "application/json"
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        headers = {"Accept": "application/json"} | ({} if data is None else {"Content-Type": "application/json"})
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        try:
+        with closing(cls(self._host, self._port, timeout=self.connect_timeout)) as conn:
             try:
                 conn.connect()
             except TimeoutError as err:
@@ -194,26 +188,11 @@ class OpenAIServerBackend:
                 raise BackendError(f"{url}: no answer within {self.read_timeout:g} s (read timeout)") from err
             except (OSError, http.client.HTTPException) as err:
                 raise BackendError(f"{url}: the connection failed ({type(err).__name__}: {err})") from err
-        finally:
-            conn.close()
         text = raw.decode("utf-8", errors="replace")
         try:
             return response.status, json.loads(text)
         except ValueError:
             return response.status, text
-
-    def _origin(self) -> str:
-        return f"{'https' if self._https else 'http'}://{self._host}:{self._port}"
-
-    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        status, payload = self._request("POST", path, body)
-        if not 200 <= status < 300:
-            raise BackendError(f"{self._origin()}{self._root}{path}: HTTP {status}: {_error_text(payload)}")
-        if not isinstance(payload, dict):
-            raise BackendError(
-                f"{self._origin()}{self._root}{path}: the answer is not a JSON object: {str(payload)[:120]!r}"
-            )
-        return payload
 
     # -- what the server is -----------------------------------------------------------------------------
     def _probe(self, model: str | None) -> ServerInfo:
@@ -236,14 +215,6 @@ class OpenAIServerBackend:
                     kind = "llama-cpp-python"
         return ServerInfo(kind=kind, model=model, n_ctx=int(n_ctx) if n_ctx else None)
 
-    def _style_order(self, structured: str) -> tuple[str, ...]:
-        if structured != "auto":
-            return (structured,)
-        first = {"llama.cpp": "llamacpp", "llama-cpp-python": "llamacpp", "vllm": "openai"}.get(
-            self.info.kind, "openai"
-        )
-        return (first, *(s for s in ("openai", "llamacpp", "vllm") if s != first))
-
     @property
     def structured(self) -> str:
         """The structured-output format in use (with ``auto``: the first one the server has not rejected)."""
@@ -258,7 +229,12 @@ class OpenAIServerBackend:
         body: dict[str, Any] = {"content": text} if self.info.kind == "llama.cpp" else {"input": text}
         if self.info.kind == "vllm":
             body = {"model": self.info.model, "prompt": text, "add_special_tokens": False}
-        payload = self._post(self._tokenize_path, body)
+        status, payload = self._request("POST", self._tokenize_path, body)
+        where = f"{self._base}{self._tokenize_path}"
+        if not 200 <= status < 300:
+            raise BackendError(f"{where}: HTTP {status}: {_error_text(payload)}")
+        if not isinstance(payload, dict):
+            raise BackendError(f"{where}: the answer is not a JSON object: {str(payload)[:120]!r}")
         tokens = payload.get("tokens")
         if not isinstance(tokens, list):
             raise BackendError(f"{self.url}{self._tokenize_path}: no token list in the answer")
@@ -290,14 +266,12 @@ class OpenAIServerBackend:
             body["repetition_penalty"] = repeat_penalty
         start = time.perf_counter()
         while True:
-            style = self._styles[0]
-            status, payload = self._request("POST", path, body | structured_fields(style, sent))
-            if status in (400, 422) and len(self._styles) > 1:
-                self._styles.pop(0)  # the server said no to this request: the next format, from now on
-                continue
-            break
+            status, payload = self._request("POST", path, body | structured_fields(self._styles[0], sent))
+            if status not in (400, 422) or len(self._styles) < 2:
+                break
+            self._styles.pop(0)  # the server said no to this request: the next format, from now on
         total = time.perf_counter() - start
-        where = f"{self._origin()}{self._root}{path}"
+        where = f"{self._base}{path}"
         if not 200 <= status < 300:
             said = _error_text(payload)
             too_long = status in (400, 413, 422) and _TOO_LONG.search(said)

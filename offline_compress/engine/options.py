@@ -65,11 +65,9 @@ def backend_from_args(args: argparse.Namespace) -> Any:
         raise ValueError("--backend openai needs --base-url (e.g. http://127.0.0.1:8080)")
     if getattr(args, "no_model", False):
         raise ValueError("--no-model and --backend openai do not go together")
-    api_key = None
-    if args.api_key_env:
-        api_key = os.environ.get(args.api_key_env)
-        if not api_key:
-            raise ValueError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
+    api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
+    if args.api_key_env and not api_key:
+        raise ValueError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
     from .openai_server import OpenAIServerBackend
 
     return OpenAIServerBackend(

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from ..errors import BackendError, OfflineCompressError
 from .base import Generation, PromptTooLongError
@@ -170,21 +170,16 @@ def export(
     (folder / "WRITER.md").write_text(WRITER_BRIEF.format(folder=folder, recordings=recordings), encoding="utf-8")
 
 
-def _model_of(schema: dict[str, Any]) -> type[BaseModel]:
-    """The model a schema was made from (the compressor's three): a completion is validated by it."""
+def validate_completion(text: str, schema: dict[str, Any]) -> Any:
+    """The completion as a JSON value, if it is valid under ``schema``; else ``RecordingError`` naming the field.
+    It is validated by the model the schema was made from (one of the compressor's three)."""
     from ..summary.draft import Draft, draft_json_schema
     from ..summary.written import StateCheck, WrittenState, check_json_schema, written_json_schema
 
     known = ((WrittenState, written_json_schema()), (StateCheck, check_json_schema()), (Draft, draft_json_schema()))
-    for model, made in known:
-        if schema == made:
-            return model
-    raise RecordingError("the request's schema is not the written state's, its check's or the draft's (older?)")
-
-
-def validate_completion(text: str, schema: dict[str, Any]) -> Any:
-    """The completion as a JSON value, if it is valid under ``schema``; else ``RecordingError`` naming the field."""
-    model = _model_of(schema)
+    model = next((model for model, made in known if schema == made), None)
+    if model is None:
+        raise RecordingError("the request's schema is not the written state's, its check's or the draft's (older?)")
     try:
         return model.model_validate_json(text).model_dump(mode="json")
     except ValidationError as err:

@@ -15,6 +15,7 @@ import math
 import os
 import time
 from collections.abc import Iterable, Mapping
+from contextlib import suppress
 from pathlib import Path
 
 MAX_THREADS = 8  # beyond this a 270M-1B model gains nothing on CPU
@@ -32,15 +33,13 @@ def _affinity() -> set[int] | None:
 def _own_cgroups(proc_cgroup: Path = Path("/proc/self/cgroup")) -> tuple[str | None, str | None]:
     """This process's cgroup path for v2 (``0::/path``) and for v1's cpu controller (``N:cpu,cpuacct:/path``)."""
     v2 = v1 = None
-    try:
+    with suppress(OSError, ValueError):
         for line in proc_cgroup.read_text().splitlines():
             _, controllers, path = line.split(":", 2)
             if controllers == "":
                 v2 = path
             elif "cpu" in controllers.split(","):
                 v1 = path
-    except (OSError, ValueError):
-        pass
     return v2, v1
 
 
@@ -51,30 +50,23 @@ def cgroup_cpu_limit(
     this process's own cgroup first, then at the root (a container usually sees its cgroup there)."""
     v2, v1 = _own_cgroups(proc_cgroup)
     for base in dict.fromkeys([root / (v2 or "/").lstrip("/"), root]):
-        try:
+        with suppress(OSError, ValueError):  # no such file, or not a quota: the next place
             quota, period = (base / "cpu.max").read_text().split()[:2]
             return None if quota == "max" else int(quota) / int(period)
-        except (OSError, ValueError):
-            continue
     cpu = root / "cpu"
     for base in dict.fromkeys([cpu / (v1 or "/").lstrip("/"), cpu]):
-        try:
+        with suppress(OSError, ValueError):
             quota_us = int((base / "cpu.cfs_quota_us").read_text())
             period_us = int((base / "cpu.cfs_period_us").read_text())
             return None if quota_us <= 0 or period_us <= 0 else quota_us / period_us
-        except (OSError, ValueError):
-            continue
     return None
 
 
 def available_cores() -> int:
     """Cores this process may use: the CPU affinity set (taskset, cpuset), capped by a cgroup CPU quota."""
-    affinity = _affinity()
-    cores = len(affinity) if affinity else (os.cpu_count() or 1)
+    cores = len(_affinity() or ()) or os.cpu_count() or 1
     limit = cgroup_cpu_limit()
-    if limit is not None:
-        cores = min(cores, max(1, math.floor(limit)))
-    return max(1, cores)
+    return cores if limit is None else min(cores, max(1, math.floor(limit)))
 
 
 def default_threads() -> int:
@@ -90,11 +82,10 @@ def parse_proc_stat(text: str) -> dict[int, tuple[int, int]]:
         name, _, rest = line.partition(" ")
         if not name.startswith("cpu") or name == "cpu":
             continue
-        fields = [int(x) for x in rest.split()[:8]]
-        fields += [0] * (8 - len(fields))
-        user, nice, system, idle, iowait, irq, softirq, steal = fields
-        total = user + nice + system + idle + iowait + irq + softirq + steal
-        out[int(name[3:])] = (total - idle - iowait, total)
+        # user nice system idle iowait irq softirq steal (older kernels write fewer: 0)
+        fields = [int(x) for x in rest.split()[:8]] + [0] * 8
+        total = sum(fields)
+        out[int(name[3:])] = (total - fields[3] - fields[4], total)
     return out
 
 
