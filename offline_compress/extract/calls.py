@@ -251,18 +251,14 @@ def _leaves(value: Any, depth: int = 0, key: str = "") -> Iterator[tuple[str, An
 _READABLE_DEPTH = 8  # deeper than any call's arguments we have seen; past it a value shows as JSON
 
 
-def _generic(tool: str, args: Any, kind: Kind = "other") -> Call:
+def _generic(tool: str, args: Any) -> Call:
     if not isinstance(args, Mapping):
-        return Call(tool, kind, values=(("input", _readable(args)),) if args not in ({}, "", None) else ())
+        return Call(tool, "other", values=(("input", _readable(args)),) if args not in ({}, "", None) else ())
     # _readable is empty for what says nothing (None, "", [], {}, a flag): those values are left out
     values = [(str(k), text) for k, v in args.items() if (text := _readable(v))]
     values.sort(key=lambda kv: len(kv[1]))  # short values first: they read as a one-line call
-    return Call(
-        tool,
-        kind,
-        paths=tuple(p for p in (first_string(args, PATH_KEYS),) if p),
-        values=tuple(values[:MAX_GENERIC_VALUES]),
-    )
+    paths = tuple(p for p in (first_string(args, PATH_KEYS),) if p)
+    return Call(tool, "other", paths=paths, values=tuple(values[:MAX_GENERIC_VALUES]))
 
 
 def _editor(tool: str, args: Mapping[str, Any]) -> Call:
@@ -275,37 +271,18 @@ def _editor(tool: str, args: Mapping[str, Any]) -> Call:
     if sub == "create":
         return Call(tool, "write", paths=paths, new=(first_string(args, _CONTENT_KEYS),), sub=sub)
     if sub == "str_replace":
-        return Call(
-            tool,
-            "edit",
-            paths=paths,
-            old=(first_string(args, ("old_str",)),),
-            new=(first_string(args, ("new_str",)),),
-            sub=sub,
-        )
+        old, new = first_string(args, ("old_str",)), first_string(args, ("new_str",))
+        return Call(tool, "edit", paths=paths, old=(old,), new=(new,), sub=sub)
     if sub == "insert":
-        line = _int(args.get("insert_line"))
-        return Call(
-            tool,
-            "edit",
-            paths=paths,
-            old=("",),
-            new=(first_string(args, ("new_str", "text")),),
-            sub=f"insert at {line}" if line is not None else sub,
-        )
+        line, new = _int(args.get("insert_line")), first_string(args, ("new_str", "text"))
+        return Call(tool, "edit", paths=paths, old=("",), new=(new,), sub=sub if line is None else f"insert at {line}")
     return Call(tool, "edit" if sub else "other", paths=paths, sub=sub)
 
 
 def _patch_paths(patch: str) -> tuple[str, ...]:
-    out: list[str] = []
-    for line in patch.split("\n"):
-        for prefix in ("*** Update File: ", "*** Add File: ", "*** Delete File: ", "+++ b/", "+++ "):
-            if line.startswith(prefix):
-                path = line[len(prefix) :].strip()
-                if path and path != "/dev/null" and path not in out:
-                    out.append(path)
-                break
-    return tuple(out)
+    prefixes = ("*** Update File: ", "*** Add File: ", "*** Delete File: ", "+++ b/", "+++ ")
+    found = (next((ln[len(p) :].strip() for p in prefixes if ln.startswith(p)), "") for ln in patch.split("\n"))
+    return tuple(dict.fromkeys(p for p in found if p and p != "/dev/null"))
 
 
 def read_call(name: str, raw_arguments: str) -> Call:
@@ -328,45 +305,31 @@ def read_call(name: str, raw_arguments: str) -> Call:
         if not paths and isinstance(files, list):  # Moatless ViewCode: [{file_path, start_line, end_line}]
             spans = [f for f in files if isinstance(f, Mapping) and isinstance(f.get("file_path"), str)]
             if spans:
-                first = spans[0]
-                rng = _read_range(first)
-                return Call(name, "read", paths=tuple(dict.fromkeys(f["file_path"] for f in spans)), lines_read=rng)
+                paths = tuple(dict.fromkeys(f["file_path"] for f in spans))
+                return Call(name, "read", paths=paths, lines_read=_read_range(spans[0]))
         return Call(name, "read", paths=paths, lines_read=_read_range(args))
     if low in EDIT_TOOLS:
         edits = args.get("edits")
         if isinstance(edits, list):  # MultiEdit: [{old_string, new_string}]
             pairs = [e for e in edits if isinstance(e, Mapping)]
-            return Call(
-                name,
-                "edit",
-                paths=paths,
-                old=tuple(first_string(e, ("old_string", "old_str")) for e in pairs),
-                new=tuple(first_string(e, ("new_string", "new_str")) for e in pairs),
-            )
+            olds = tuple(first_string(e, ("old_string", "old_str")) for e in pairs)
+            news = tuple(first_string(e, ("new_string", "new_str")) for e in pairs)
+            return Call(name, "edit", paths=paths, old=olds, new=news)
         patch = first_string(args, ("patch", "diff", "input"))
         if patch and not first_string(args, ("old_string", "old_str")):
             return Call(name, "edit", paths=paths or _patch_paths(patch), new=(patch,))
-        return Call(
-            name,
-            "edit",
-            paths=paths,
-            old=(first_string(args, ("old_string", "old_str", "old", "search")),),  # SWE-agent: search / replace
-            new=(first_string(args, ("new_string", "new_str", "new", "replace", *_CONTENT_KEYS)),),
-            sub="all" if args.get("replace_all") is True else "",
-        )
+        old = first_string(args, ("old_string", "old_str", "old", "search"))  # SWE-agent: search / replace
+        new = first_string(args, ("new_string", "new_str", "new", "replace", *_CONTENT_KEYS))
+        every = "all" if args.get("replace_all") is True else ""
+        return Call(name, "edit", paths=paths, old=(old,), new=(new,), sub=every)
     if low in WRITE_TOOLS:
         return Call(name, "write", paths=paths, new=(first_string(args, _CONTENT_KEYS),))
     if low in SEARCH_TOOLS:
+        where = [
+            first_string(args, keys) for keys in (("path", "dir", "directory"), ("glob", "file_pattern", "include"))
+        ]
         pattern = first_string(args, _PATTERN_KEYS)
-        where = " ".join(
-            v
-            for v in (
-                first_string(args, ("path", "dir", "directory")),
-                first_string(args, ("glob", "file_pattern", "include")),
-            )
-            if v
-        )
-        return Call(name, "search", pattern=pattern, where=where, paths=paths)
+        return Call(name, "search", pattern=pattern, where=" ".join(filter(None, where)), paths=paths)
     if low in TODO_TOOLS:
         return Call(name, "todo", items=_todo_items(args))
     if low in AGENT_TOOLS:
@@ -425,11 +388,7 @@ def todo_line(status: str, text: str) -> str:
 
 
 def _todo_list(args: Mapping[str, Any]) -> list[Any] | None:
-    for key in ("todos", "task_list", "plan", "steps"):
-        items = args.get(key)
-        if isinstance(items, list):
-            return items
-    return None
+    return next((args[k] for k in ("todos", "task_list", "plan", "steps") if isinstance(args.get(k), list)), None)
 
 
 def _status_and_text(item: Mapping[str, Any]) -> tuple[str, str]:
@@ -442,13 +401,8 @@ def _todo_items(args: Mapping[str, Any]) -> tuple[str, ...]:
     items = _todo_list(args)
     if items is None:
         return tuple(_split(first_string(args, ("thought", "plan", "content", "command"))))
-    out = []
-    for item in items:
-        if isinstance(item, Mapping):
-            out.append(todo_line(*_status_and_text(item)))
-        elif isinstance(item, str):
-            out.append(item)
-    return tuple(x for x in out if x)
+    out = (todo_line(*_status_and_text(x)) if isinstance(x, Mapping) else x for x in items)
+    return tuple(x for x in out if isinstance(x, str) and x)  # an item of another type is left out
 
 
 def todo_state(name: str, raw_arguments: str) -> tuple[tuple[str, str], ...] | None:

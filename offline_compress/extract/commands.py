@@ -7,6 +7,7 @@ SWE-agent's text-interface commands (open, edit, …) are read with the state th
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import replace
@@ -129,12 +130,8 @@ def _python_io(code: str) -> tuple[list[str], list[str]]:
 
 
 def diff_files(text: str) -> list[str]:
-    out: list[str] = []
-    for m in _DIFF_FILE.finditer(text):
-        p = m.group(2) or m.group(3) or m.group(4)
-        if p and p != "/dev/null":
-            out.append(p)
-    return out
+    paths = (m.group(2) or m.group(3) or m.group(4) for m in _DIFF_FILE.finditer(text))
+    return [p for p in paths if p and p != "/dev/null"]
 
 
 class _Analysis:
@@ -172,13 +169,8 @@ def _analyse_simple(s: Command, state: ShellState) -> _Analysis:
     redirect_writes = [t for op, t in s.redirects if ">" in op]
     redirect_reads = [t for op, t in s.redirects if op in ("<", "0<")]
     if not words:
-        return _Analysis(
-            "sh",
-            redirect_writes[0] if redirect_writes else "",
-            redirect_reads,
-            redirect_writes,
-            1 if redirect_writes else 0,
-        )
+        first = redirect_writes[0] if redirect_writes else ""
+        return _Analysis("sh", first, redirect_reads, redirect_writes, 1 if redirect_writes else 0)
     prog = words[0].rsplit("/", 1)[-1]
     args = words[1:]
     if prog in ("bash", "sh", "zsh") and len(args) >= 2 and args[0] in ("-c", "-lc", "-ec"):
@@ -241,19 +233,13 @@ def _analyse_file_io(
         return _Analysis(prog, ", ".join(pos), pos + redirect_reads, redirect_writes, 2)
     if prog == "sed":
         pos, opts = _positional(args, "sed")
-        inplace = any(
-            o.startswith("-i")
-            or o.startswith("--in-place")
-            or (o.startswith("-") and not o.startswith("--") and "i" in o[1:])
-            for o in opts
-        )
+        inplace = any(o.startswith("--in-place") or (not o.startswith("--") and "i" in o[1:]) for o in opts)  # -i, -ni
         files = pos if ("-e" in opts or "-f" in opts) else pos[1:]
         if inplace:
             return _Analysis("sed", ", ".join(files), (), files, 3)
         return _Analysis("sed", ", ".join(files), files + redirect_reads, redirect_writes, 2)
-    if prog in ("perl", "awk", "gawk") and any(a.startswith("-i") or a == "-pi" or a.startswith("-pi") for a in args):
-        pos = [a for a in args if not a.startswith("-")]
-        files = pos[1:]
+    if prog in ("perl", "awk", "gawk") and any(a.startswith(("-i", "-pi")) for a in args):
+        files = [a for a in args if not a.startswith("-")][1:]
         return _Analysis(prog, ", ".join(files), (), files, 3)
     return None
 
@@ -270,11 +256,8 @@ def _analyse_search(prog: str, args: list[str], redirect_writes: list[str]) -> _
         reads = [p for p in paths if looks_like_file(p)]
         return _Analysis("grep" if prog in ("egrep", "fgrep") else prog, target, reads, redirect_writes, 2)
     if prog == "find":
-        dirs = []
-        k = 0
-        while k < len(args) and not args[k].startswith("-") and args[k] not in ("(", "!"):
-            dirs.append(args[k])
-            k += 1
+        dirs = list(itertools.takewhile(lambda a: not a.startswith("-") and a not in ("(", "!"), args))
+        k = len(dirs)
         names = [
             args[j + 1] for j in range(k, len(args) - 1) if args[j] in ("-name", "-iname", "-path", "-ipath", "-regex")
         ]
@@ -358,22 +341,16 @@ def _analyse_python(prog: str, args: list[str], s: Command, state: ShellState, r
             pos = [a for a in args[2:] if not a.startswith("-")]
             return _Analysis("pip", " ".join(pos[:4]), (), redirect_writes)
         return _Analysis("python", f"-m {mod}", (), redirect_writes)
-    code = None
-    target = ""
-    k = 0
-    while k < len(args):
-        a = args[k]
+    code, target = None, ""
+    for k, a in enumerate(args):
         if a == "-c" and k + 1 < len(args):
             code, target = args[k + 1], "-c"
-            break
-        if a == "-":
+        elif a == "-":
             code, target = s.heredoc or "", "-"
-            break
-        if a.startswith("-"):
-            k += 1
+        elif a.startswith("-"):
             continue
-        target = a
-        code = state.bodies.get(clean_path(a) or "", None)  # a script this history wrote earlier
+        else:
+            code, target = state.bodies.get(clean_path(a) or "", None), a  # a script this history wrote earlier
         break
     if not args and s.heredoc is not None:
         code, target = s.heredoc, "-"

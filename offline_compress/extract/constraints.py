@@ -7,10 +7,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from pydantic import BaseModel, ConfigDict
-
 from ..history.conventions import as_message_list, first_user_index, is_tool_output, person_words
 from ..history.messages import Message
+from .events import Frozen
 
 MAX_CONSTRAINTS = 80
 MAX_CONSTRAINT_CHARS = 600  # an instruction-like sentence or line
@@ -21,13 +20,11 @@ MAX_TURN_CHARS = 2000  # a person's turn mid-session, always kept whole up to th
 MAX_WHOLE_TURN_CHARS = 100_000
 
 
-class Constraint(BaseModel):
+class Constraint(Frozen):
     """A sentence/line of a genuine user, system or developer message that reads as an instruction.
 
     ``text == messages[message_index].text[start:start + len(text)]`` always holds.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     text: str
     message_index: int
@@ -70,21 +67,13 @@ def _units(text: str) -> Iterable[tuple[int, int]]:
             example_depth = max(0, example_depth + (-1 if m.group(1) else 1))
         if in_fence or example_depth or _EXAMPLE_TAG.search(line):
             continue
-        a, b = start, end
-        while a < b and text[a] in " \t":
-            a += 1
-        while b > a and text[b - 1] in " \t\r\n":
-            b -= 1
+        a, b = end - len(line.lstrip(" \t")), start + len(line.rstrip(" \t\r\n"))
         if a >= b:
             continue
         bullet = _BULLET.match(text, a, b)
         if bullet:
             a = bullet.end()
-        # Headings/quote markers are not part of the instruction.
-        while a < b and text[a] in ">":
-            a += 1
-            while a < b and text[a] in " \t":
-                a += 1
+        a = b - len(text[a:b].lstrip("> \t"))  # heading/quote markers are not part of the instruction
         if a < b:
             spans.append((a, b, bool(bullet), start))
     # A sentence wrapped over lines is one unit: join a line that does not end a sentence with the next
@@ -136,9 +125,8 @@ def _strength(unit: str) -> int:
     words = len(unit.split())
     if words < 3:
         return 0
-    for m in _CAPS_RUN.finditer(unit):
-        if _CAPS_IMPERATIVE.search(m.group(0)):
-            return 2
+    if any(_CAPS_IMPERATIVE.search(m.group(0)) for m in _CAPS_RUN.finditer(unit)):
+        return 2
     if _STRONG.search(unit) or _IMPERATIVE_START.match(unit):
         return 2
     if words >= 4 and not unit.endswith(":") and _WEAK_MARKERS.search(unit):
@@ -174,14 +162,10 @@ def _instruction_spans(text: str) -> Iterable[tuple[int, int, int]]:
 def turn_sentences(turn: str) -> list[str]:
     """The instruction-like sentences and lines of a user turn, verbatim, deduplicated, in order: what a turn too
     long to keep whole gives the summary instead (the sentences a longer message gives in ``extract_constraints``)."""
-    seen: set[str] = set()
-    out = []
+    first: dict[str, str] = {}
     for s, e, _ in _instruction_spans(turn):
-        key = _key(turn[s:e])
-        if key not in seen:
-            seen.add(key)
-            out.append(turn[s:e])
-    return out
+        first.setdefault(_key(turn[s:e]), turn[s:e])
+    return list(first.values())
 
 
 def extract_constraints(

@@ -25,10 +25,14 @@ from .function_calls import CallFacts, analyse_function_call
 from .outcomes import Outcome, classify_result
 
 
-class ToolEvent(BaseModel):
-    """One tool call and what came of it."""
+class Frozen(BaseModel):
+    """The models of extracted facts: immutable, and no field they do not name."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolEvent(Frozen):
+    """One tool call and what came of it."""
 
     call_index: int  # index of the assistant message that made the call
     result_index: int | None = None  # index of the message holding its result; None: never answered
@@ -141,10 +145,9 @@ def extract_tool_events(messages: Sequence[Message]) -> list[ToolEvent]:
                 calls[answers].result = i
             _note_open_file(msg.text, state)
             continue
-        text_call = text_command(msgs, i)
-        if text_call is None:
+        command = text_command(msgs, i)
+        if command is None:
             continue
-        command = text_call
         answered = i + 1 < len(msgs) and is_tool_output(msgs, i + 1)
         result_text = msgs[i + 1].text if answered else None
         if answered and MINI_FORMAT_ERROR.match(result_text or ""):
@@ -158,8 +161,7 @@ def extract_tool_events(messages: Sequence[Message]) -> list[ToolEvent]:
         events.append(_event(call, i + 1 if answered else None, result_text))
         if result_text:
             _note_open_file(result_text, state)
-    for c in calls:
-        events.append(_event(c, c.result, msgs[c.result].text if c.result is not None else None))
+    events += [_event(c, c.result, msgs[c.result].text if c.result is not None else None) for c in calls]
     events.sort(key=lambda e: e.call_index)  # stable: calls of one message keep their order
     return events
 

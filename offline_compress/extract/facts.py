@@ -7,37 +7,29 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from ..history.conventions import as_message_list
 from ..history.messages import Message
 from .calls import changed_lines, todo_state
 from .constraints import MAX_CONSTRAINTS, Constraint, extract_constraints
-from .events import ToolEvent, extract_tool_events, failed, unique
+from .events import Frozen, ToolEvent, extract_tool_events, failed, unique
 from .state import WorkingState, working_state
 from .steps import WorkStep, extract_steps
-from .task import DEFAULT_TASK_CHARS, extract_task
+from .task import extract_task
 
 _AIDER_APPLIED = re.compile(r"^(?:>\s*)?Applied edit to (\S[^\n]*?)\s*$", re.M)
 
 
-class FailedCommand(BaseModel):
+class FailedCommand(Frozen):
     """A call whose outcome was ``error``: what was tried (exact) and the line that says why (verbatim)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     approach: str
     reason_failed: str
     call_index: int
     result_index: int | None = None
-    tool: str = ""
-    target: str = ""
 
 
-class Facts(BaseModel):
+class Facts(Frozen):
     """All exact facts of a history (``extract_facts``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     task: str = ""  # the first user message's task statement (a verbatim prefix of a section of it)
     task_index: int | None = None
@@ -66,8 +58,6 @@ def extract_facts(
     messages: Sequence[Message | Mapping[str, Any]],
     *,
     start: int = 0,
-    max_constraints: int = MAX_CONSTRAINTS,
-    task_chars: int = DEFAULT_TASK_CHARS,
     summarised_before: bool = False,
 ) -> Facts:
     """All exact facts of ``messages[start:]``. The messages before ``start`` (a head kept verbatim elsewhere:
@@ -83,8 +73,6 @@ def extract_facts(
             reason_failed=e.error_line or "(no output)",
             call_index=e.call_index,
             result_index=e.result_index,
-            tool=e.tool,
-            target=e.target,
         )
         for e in events
         if failed(e)
@@ -95,12 +83,12 @@ def extract_facts(
         if m.role != "system" and "Applied edit to" in m.text:
             changed += [(i, x.group(1)) for x in _AIDER_APPLIED.finditer(m.text)]
     changed.sort(key=lambda t: t[0])  # stable: chronological, events first within a message
-    task, task_index = extract_task(msgs, max_chars=task_chars)
+    task, task_index = extract_task(msgs)
     if task_index is not None and task_index < start:
         task, task_index = "", None  # stated in the head, which the reader has verbatim
     after = start if summarised_before else None
     candidates = extract_constraints(msgs, limit=10**6, mid_session_from=after)
-    constraints = [c for c in candidates if c.message_index >= start][:max_constraints]
+    constraints = [c for c in candidates if c.message_index >= start][:MAX_CONSTRAINTS]
     todos = [todo_state(e.tool, e.command) for e in events if not e.shell and e.outcome != "error"]
     return Facts(
         todo=next((p for p in reversed(todos) if p is not None), None),  # a failed call wrote no list

@@ -90,18 +90,10 @@ def analyse_function_call(name: str, raw_args: str, state: ShellState) -> CallFa
     pattern = "" if call.kind in ("edit", "write") else first_string(args, _PATTERN_KEYS)
     url = args.get("url") if isinstance(args.get("url"), str) else ""
     sub = args.get("command") if isinstance(args.get("command"), str) else ""
+    diffs = [args.get(k) for k in ("patch", "diff", "input")]
+    patch = next((d for d in diffs if isinstance(d, str) and ("\n+++ " in d or "*** " in d)), None)
     reads = []
-    writes = []
-    patch = next(
-        (
-            args[k]
-            for k in ("patch", "diff", "input")
-            if isinstance(args.get(k), str) and ("\n+++ " in args[k] or "*** " in args[k])
-        ),
-        None,
-    )
-    if patch:
-        writes = diff_files(patch)
+    writes = diff_files(patch) if patch else []
     if not path and not patch and call.paths and call.kind in ("read", "edit", "write"):
         # paths nested in the arguments, which only the vocabulary reads (Moatless ViewCode's files[].file_path)
         (reads if call.kind == "read" else writes).extend(call.paths)
@@ -109,11 +101,8 @@ def analyse_function_call(name: str, raw_args: str, state: ShellState) -> CallFa
     elif path:
         if sub in EDITOR_WRITE_COMMANDS or (not sub and any(h in lname for h in _WRITE_TOOL_HINTS)):
             writes.append(path)
-        elif sub == "view" or any(h in lname for h in _READ_TOOL_HINTS):
-            if sub == "view" and not looks_like_file(path):
-                pass  # viewing a directory
-            else:
-                reads.append(path)
+        elif looks_like_file(path) if sub == "view" else any(h in lname for h in _READ_TOOL_HINTS):
+            reads.append(path)  # viewing a directory reads no file
         if lname in ("open", "create") or sub in ("create", "view", "str_replace", "insert"):
             state.open_file = path
     if lname in SWE_EDIT_COMMANDS and not path and state.open_file:

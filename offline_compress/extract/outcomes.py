@@ -4,6 +4,7 @@ that says why it failed (a traceback's exception, a shell error, a failing test 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from typing import Literal
 
@@ -53,8 +54,7 @@ _EXIT_CODE_TEXT = re.compile(r"(?:exit code|exit status|exited with code|Exit co
 
 
 def _clip_line(line: str) -> str:
-    line = line.strip()
-    return line if len(line) <= MAX_ERROR_LINE_CHARS else line[:MAX_ERROR_LINE_CHARS]
+    return line.strip()[:MAX_ERROR_LINE_CHARS]
 
 
 def _raised_by(text: str, at: int, line: str) -> str:
@@ -121,7 +121,7 @@ def _last_exception_line(text: str) -> str | None:
     return _raised_by(text, *found) if found else None
 
 
-def _error_line(text: str, exit_code: int | None, allow_exceptions: bool = True) -> str | None:
+def _error_line(text: str, allow_exceptions: bool = True) -> str | None:
     if allow_exceptions:
         exc = _last_exception_line(text) if _TRACEBACK.search(text) else None
         if exc:
@@ -174,32 +174,31 @@ def classify_result(
         return "error", exit_code, _clip_line(text.lstrip().split("\n", 1)[0])
     body = _output_body(text)
     summaries = list(_PYTEST_SUMMARY.finditer(body))
-    counts: dict[str, int] = {}
-    if summaries:
-        for n, kind in _COUNT.findall(summaries[-1].group(1)):
-            counts[kind.rstrip("s")] = counts.get(kind.rstrip("s"), 0) + int(n)
-    mixed_tests = counts.get("passed", 0) > 0 and (counts.get("failed", 0) + counts.get("error", 0)) > 0
+    counts: Counter[str] = Counter()
+    for n, kind in _COUNT.findall(summaries[-1].group(1)) if summaries else ():
+        counts[kind.rstrip("s")] += int(n)
+    mixed_tests = counts["passed"] > 0 and counts["failed"] + counts["error"] > 0
     truncated = bool(_TRUNCATED.search(text))
     if exit_code is not None:
         if exit_code != 0:
-            line = _error_line(body, exit_code)
+            line = _error_line(body)
             if line is None:
                 # A search that finds nothing exits 1 with no message: the return code itself is the reason.
                 line = rc_match.group(0) if (read_only and rc_match) else _fallback_line(text, body, rc_match)
             return ("partial" if mixed_tests else "error"), exit_code, line
         if mixed_tests:
-            return "partial", 0, _error_line(body, 0)
+            return "partial", 0, _error_line(body)
         if not read_only and _TRACEBACK.search(body):
-            line = _error_line(body, 0)
+            line = _error_line(body)
             if line:
                 return "partial", 0, line
         return ("partial" if truncated else "success"), 0, None
     # No exit code: judge by markers.
     if mixed_tests:
-        return "partial", None, _error_line(body, None)
+        return "partial", None, _error_line(body)
     # A file being read may mention errors; for reads only the start of the output (where a shell puts them).
-    line = _error_line(body[:400] if read_only else body, None, allow_exceptions=not read_only)
-    failed_tests = counts.get("failed", 0) + counts.get("error", 0) > 0 or bool(_UNITTEST_FAILED.search(body))
+    line = _error_line(body[:400] if read_only else body, allow_exceptions=not read_only)
+    failed_tests = counts["failed"] + counts["error"] > 0 or bool(_UNITTEST_FAILED.search(body))
     if line and (not read_only or _SHELL_ERROR.search(line) or _WEAK_ERROR.search(line)):
         return "error", None, line
     if failed_tests:

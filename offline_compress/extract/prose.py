@@ -12,14 +12,14 @@ _TAGS = re.compile(r"</?[A-Za-z_][\w-]*>")  # <thoughts>, <returncode>: a harnes
 SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?![a-z0-9])|(?<=[。！？])")
 
 
-def code_lines(text: str, shell: bool = False) -> list[str]:
-    """The non-blank lines of a message's fenced code blocks (without the fences); the shell blocks that are the
-    agent's commands are left out unless ``shell``."""
+def code_lines(text: str) -> list[str]:
+    """The non-blank lines of a message's fenced code blocks (without the fences), but for the shell blocks that are
+    the agent's commands."""
     out: list[str] = []
     for block in _FENCED.findall(text):
         lines = block.split("\n")
         lang = lines[0].strip("`").strip().lower()
-        if not shell and lang in ("bash", "sh", "shell", "zsh", "console", "mswea_bash_command"):
+        if lang in ("bash", "sh", "shell", "zsh", "console", "mswea_bash_command"):
             continue
         out += [ln.rstrip() for ln in lines[1:] if ln.strip() and not ln.strip().startswith("```")]
     return out

@@ -24,13 +24,11 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
-
 from ..history.conventions import bash_blocks
 from ..history.messages import Message
 from ..history.tools import WHOLE_FILE_WRITERS
 from .calls import ADDED_LINE, REMOVED_LINE
-from .events import ToolEvent, failed
+from .events import Frozen, ToolEvent, failed
 from .prose import prose, prose_sentences
 
 MAX_FILE_LINES = 12  # net added lines shown per file (the latest)
@@ -45,18 +43,14 @@ _HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")  # cat > f <<'EOF' / cat <<EO
 _REDIRECT = re.compile(r">{1,2}\s*['\"]?([\w./-]+)")
 
 
-class FileState(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class FileState(Frozen):
     path: str
     change: str  # created / modified / deleted
     now: tuple[str, ...] = ()  # net added lines, or the command that changed it
     edits: int = 1
 
 
-class Failure(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Failure(Frozen):
     call_index: int
     error: str
     then: str = ""  # what the agent said next
@@ -65,17 +59,13 @@ class Failure(BaseModel):
     probe: bool = False  # a read-only call (a search that found nothing): never a blocker
 
 
-class Decision(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Decision(Frozen):
     decision: str
     rationale: str
     message_index: int
 
 
-class WorkingState(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class WorkingState(Frozen):
     files: tuple[FileState, ...] = ()
     failures: tuple[Failure, ...] = ()
     decisions: tuple[Decision, ...] = ()
@@ -183,8 +173,7 @@ def _open_items(text: str) -> list[str]:
             break
         labelled = _LABELLED_LIST.match(line.strip())
         if labelled and not bullets:
-            items = [x.strip(" 。.") for x in _LIST_SEPARATOR.split(labelled.group(1)) if x.strip(" 。.")]
-            return items
+            return [x.strip(" 。.") for x in _LIST_SEPARATOR.split(labelled.group(1)) if x.strip(" 。.")]
     return bullets
 
 
@@ -216,13 +205,8 @@ def working_state(messages: Sequence[Message], events: Sequence[ToolEvent], star
             where, text = _words_before(messages, e.call_index, floor)
             said = sentences(text)
             if said and not any(d.message_index == where for d in decisions):
-                decisions.append(
-                    Decision(
-                        decision=_upto(said[:1], MAX_WORD_CHARS),
-                        rationale=_upto(said[1:], MAX_WORD_CHARS),
-                        message_index=where,
-                    )
-                )
+                decision, rationale = _upto(said[:1], MAX_WORD_CHARS), _upto(said[1:], MAX_WORD_CHARS)
+                decisions.append(Decision(decision=decision, rationale=rationale, message_index=where))
         floor = e.call_index + 1
     texts = [m for m in messages[start:] if m.role == "assistant" and prose(m.text)]
     distinct = list(dict.fromkeys(_upto(sentences(m.text), LAST_WORDS_CHARS) for m in reversed(texts)))

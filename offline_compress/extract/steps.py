@@ -32,11 +32,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
-
 from ..history.conventions import unwrap_output
 from ..history.messages import Message
-from .events import ToolEvent
+from .events import Frozen, ToolEvent
 from .outcomes import Outcome
 from .prose import code_lines, prose_sentences
 
@@ -80,20 +78,12 @@ def names(text: str) -> set[str]:
 
 def code_names(text: str) -> set[str]:
     """The names of code a text mentions (see the module docstring)."""
-    out: set[str] = set()
-    for m in _NAME.finditer(text):
-        if m.group(1) is not None and _RULE.search(m.group(1)):
-            continue
-        name = (m.group(1) or m.group(2) or "").strip()
-        if len(name) >= 3:
-            out.add(name)
-    return out
+    found = ((m.group(1) or m.group(2) or "").strip() for m in _NAME.finditer(text))
+    return {name for name in found if len(name) >= 3 and not _RULE.search(name)}  # only a `span` can be a rule
 
 
-class WorkStep(BaseModel):
+class WorkStep(Frozen):
     """One call of the work log (all text verbatim from the history, not yet redacted or clipped)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     call_index: int
     said: str
@@ -114,10 +104,9 @@ def extract_steps(messages: Sequence[Message], events: Sequence[ToolEvent]) -> l
     seen_message: set[int] = set()
     for event in events:
         i = event.call_index
-        first_of_message = i not in seen_message
-        seen_message.add(i)
         said, code = "", tuple[str, ...]()
-        if first_of_message:  # a message with several calls says it once
+        if i not in seen_message:  # a message with several calls says it once
+            seen_message.add(i)
             named = [s for s in prose_sentences(messages[i].text) if code_names(s)]
             said = " ".join(named[-MAX_SAID_SENTENCES:])
             code = tuple(ln for ln in code_lines(messages[i].text) if code_names(ln))[:MAX_CODE_LINES]
@@ -134,16 +123,8 @@ def extract_steps(messages: Sequence[Message], events: Sequence[ToolEvent]) -> l
             for line in (event.error_line or "").splitlines():  # a bare exception comes with its statement
                 if line.strip() and line.strip() not in saw:
                     saw.append(line.strip())
-        out.append(
-            WorkStep(
-                call_index=i,
-                said=said,
-                code=code,
-                ran=_ran(event.shown or event.command),
-                saw=tuple(saw),
-                outcome=event.outcome,
-            )
-        )
+        ran = _ran(event.shown or event.command)
+        out.append(WorkStep(call_index=i, said=said, code=code, ran=ran, saw=tuple(saw), outcome=event.outcome))
     return out
 
 

@@ -18,7 +18,7 @@ _TASK_SECTIONS = (
 )
 
 
-def extract_task(messages: Sequence[Message], *, max_chars: int = DEFAULT_TASK_CHARS) -> tuple[str, int | None]:
+def extract_task(messages: Sequence[Message]) -> tuple[str, int | None]:
     """The task statement: the issue/PR section of the first user message if marked, else its start."""
     msgs = as_message_list(messages)
     i = first_user_index(msgs)
@@ -28,5 +28,5 @@ def extract_task(messages: Sequence[Message], *, max_chars: int = DEFAULT_TASK_C
     for rx in _TASK_SECTIONS:
         m = rx.search(text)
         if m and m.group(1).strip():
-            return m.group(1)[:max_chars], i
-    return text.strip()[:max_chars], i
+            return m.group(1)[:DEFAULT_TASK_CHARS], i
+    return text.strip()[:DEFAULT_TASK_CHARS], i

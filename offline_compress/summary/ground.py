@@ -34,19 +34,10 @@ _STOP = frozenset(
 )
 
 
-def _normalise(word: str) -> str:
-    return word.strip("./:%+-").lower()
-
-
 def content_words(text: str) -> set[str]:
-    words = set()
-    for raw in _TOKEN.findall(text):
-        word = _normalise(raw)
-        if len(word) >= 4 and word not in _STOP:
-            words.add(word)
-        elif any(ch.isdigit() for ch in word) and word:
-            words.add(word)
-    return words
+    """The words of 4 letters or more that are not function words, and those with a digit, lower-cased."""
+    words = {raw.strip("./:%+-").lower() for raw in _TOKEN.findall(text)}
+    return {w for w in words if (len(w) >= 4 and w not in _STOP) or any(ch.isdigit() for ch in w)}
 
 
 # An item that tells the agent what to do (or not to): such words may come from the user, never from tool output.
@@ -64,12 +55,9 @@ def instruction_like(text: str) -> bool:
 def _vocabulary(texts: Iterable[str]) -> set[str]:
     words: set[str] = set()
     for text in texts:
-        words |= content_words(text)
         # Parts of paths and dotted names count too: "src/a.py" supports "a.py".
-        for raw in _TOKEN.findall(text):
-            for part in re.split(r"[./:]", raw):
-                if len(part) >= 4:
-                    words.add(part.lower())
+        parts = (part for raw in _TOKEN.findall(text) for part in re.split(r"[./:]", raw))
+        words |= content_words(text) | {part.lower() for part in parts if len(part) >= 4}
     return words
 
 
@@ -117,11 +105,8 @@ class SourceIndex:
         """``name`` occurs in the source as a whole name (``app`` in ``App.tsx``, not in ``Apple``; a number in
         ``15m``, not in ``150``)."""
         name = _slashed(name)
-        if name.isdigit():
-            pattern = rf"(?<![0-9.]){re.escape(name)}(?![0-9])"
-        else:
-            pattern = rf"(?<![a-z0-9_]){re.escape(name)}(?![a-z0-9_])"
-        return re.search(pattern, self._source(trusted_only, False)) is not None
+        before, after = (r"(?<![0-9.])", r"(?![0-9])") if name.isdigit() else (r"(?<![a-z0-9_])", r"(?![a-z0-9_])")
+        return re.search(before + re.escape(name) + after, self._source(trusted_only, False)) is not None
 
     def _piece_holds(self, piece: str, counted: dict[str, list[str]], trusted_only: bool) -> bool:
         """A name, or a small number by the words beside it ("8 tests", and in a list a slash apart: "8/8 tests")."""
@@ -209,12 +194,12 @@ class SourceIndex:
             return not order
         return self.support(rest, trusted_only=True) >= INSTRUCTION_SUPPORT
 
-    def grounded(self, claim: str, threshold: float = 1.0, min_words: int = 2) -> bool:
-        """Supported, concrete (``min_words`` content words or more) and not a loop of the small model; an
+    def grounded(self, claim: str) -> bool:
+        """Supported word for word, concrete (two content words or more) and not a loop of the small model; an
         instruction only by the trusted (non-tool-output) texts."""
-        if len(content_words(claim)) < min_words or repetitive(claim):
+        if len(content_words(claim)) < 2 or repetitive(claim):
             return False
-        return self.support(claim, trusted_only=instruction_like(claim)) >= threshold
+        return self.support(claim, trusted_only=instruction_like(claim)) >= 1.0
 
 
 def repetitive(text: str, n: int = 4, skip: str | None = None) -> bool:
@@ -388,10 +373,10 @@ def keep_grounded(
     return kept
 
 
-def grounded_sentences(text: str, index: SourceIndex, report: GroundingReport, max_chars: int | None = None) -> str:
+def grounded_sentences(text: str, index: SourceIndex, report: GroundingReport, max_chars: int) -> str:
     """Keep the supported sentences; a last sentence cut off by the length bound is not a sentence."""
     sentences = _SENTENCE.split(text.strip())
-    if max_chars is not None and len(text) >= max_chars and sentences and not sentences[-1].endswith((".", "!", "?")):
+    if len(text) >= max_chars and sentences and not sentences[-1].endswith((".", "!", "?")):
         sentences = sentences[:-1]
     return " ".join(keep_grounded(sentences, index, report))
 

@@ -22,6 +22,7 @@ replaced by what a model wrote. Every model string is redacted once more (the su
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..secrets.redact import redact
@@ -35,7 +36,7 @@ from .ground import (
     keep_written,
     written_sentences,
 )
-from .pack import clip
+from .pack import redacted
 from .written import WrittenState
 
 NEXT_STEP = "Next step: "
@@ -59,59 +60,49 @@ def model_items(
     draft: Draft | WrittenState, index: SourceIndex, report: GroundingReport, failures: int = 0
 ) -> ModelItems:
     """``draft`` grounded against ``index`` (what was checked and dropped goes to ``report``); ``failures``: how
-    many failed attempts the region's checklist numbered."""
-    if isinstance(draft, WrittenState):
-        return _written(draft, index, report, failures)
+    many failed attempts the region's checklist numbered. The items are checked in one order (the report's)."""
+    written = isinstance(draft, WrittenState)
+    form = _item if written else redact  # a capable model's item is also clipped to the schema's bound
+
+    def kept(items: Iterable[str], directive: bool = False) -> list[str]:
+        if written:
+            return keep_written(items, index, report, directive=directive)
+        return keep_grounded(items, index, report)  # the small model's rule: every content word in the source
+
+    findings = [form(x) for x in kept(draft.findings)] if isinstance(draft, WrittenState) else []
     decisions = []
     for d in draft.decisions:
-        if keep_grounded([d.decision], index, report):
-            rationale = keep_grounded([d.rationale], index, report)
-            decisions.append(
-                S.Decision(decision=redact(d.decision), rationale=redact(rationale[0]) if rationale else "")
-            )
-    drafted = draft.task_state
-    completed = [redact(x) for x in keep_grounded(drafted.completed, index, report)]
-    remaining = [redact(x) for x in keep_grounded(drafted.remaining, index, report)]
-    blockers = [redact(x) for x in keep_grounded(drafted.blockers, index, report)]
-    narrative = redact(grounded_sentences(draft.recent_narrative, index, report, NARRATIVE_MAX_CHARS))
-    return ModelItems(
-        decisions=decisions, completed=completed, remaining=remaining, blockers=blockers, narrative=narrative
-    )
-
-
-def _item(text: str) -> str:
-    return clip(redact(" ".join(text.split())), S.MAX_ITEM_CHARS)
-
-
-def _written(state: WrittenState, index: SourceIndex, report: GroundingReport, failures: int) -> ModelItems:
-    findings = [_item(x) for x in keep_written(state.findings, index, report)]
-    decisions = []
-    for d in state.decisions:
-        if keep_written([d.decision], index, report):
-            rationale = keep_written([d.rationale], index, report)
-            decisions.append(S.Decision(decision=_item(d.decision), rationale=_item(rationale[0]) if rationale else ""))
+        if kept([d.decision]):
+            rationale = kept([d.rationale])
+            decisions.append(S.Decision(decision=form(d.decision), rationale=form(rationale[0]) if rationale else ""))
     reasons: dict[int, str] = {}
-    for f in state.failures:
+    for f in draft.failures if isinstance(draft, WrittenState) else ():
         if not 1 <= f.failure <= failures or f.failure in reasons:
             report.checked += 1
             report.dropped.append(f"F{f.failure} (no such failed attempt, or a second reason): {f.why}")
-            continue
-        kept = keep_written([f.why], index, report)
-        if kept:
-            reasons[f.failure] = _item(kept[0])
-    drafted = state.task_state
-    completed = [_item(x) for x in keep_written(drafted.completed, index, report)]
-    remaining = [_item(x) for x in keep_written(drafted.remaining, index, report, directive=True)]
-    blockers = [_item(x) for x in keep_written(drafted.blockers, index, report)]
-    narrative = redact(written_sentences(state.narrative, index, report))
-    step = redact(written_sentences(state.next_step, index, report, directive=True))
+        elif reason := kept([f.why]):
+            reasons[f.failure] = form(reason[0])
+    drafted = draft.task_state
+    completed = [form(x) for x in kept(drafted.completed)]
+    remaining = [form(x) for x in kept(drafted.remaining, directive=True)]
+    blockers = [form(x) for x in kept(drafted.blockers)]
+    if isinstance(draft, WrittenState):
+        narrative = redact(written_sentences(draft.narrative, index, report))
+        step = redact(written_sentences(draft.next_step, index, report, directive=True))
+        narrative = "\n".join(x for x in (narrative, NEXT_STEP + step if step else "") if x)
+    else:
+        narrative = redact(grounded_sentences(draft.recent_narrative, index, report, NARRATIVE_MAX_CHARS))
     return ModelItems(
         findings=findings,
         decisions=decisions,
-        replaces_decisions=bool(decisions),
+        replaces_decisions=written and bool(decisions),
         reasons=reasons,
         completed=completed,
         remaining=remaining,
         blockers=blockers,
-        narrative="\n".join(x for x in (narrative, NEXT_STEP + step if step else "") if x),
+        narrative=narrative,
     )
+
+
+def _item(text: str) -> str:
+    return redacted(" ".join(text.split()))

@@ -35,14 +35,14 @@ from typing import Any, Protocol
 from ..extract.calls import todo_line
 from ..extract.constraints import MAX_TURN_CHARS, turn_sentences
 from ..extract.facts import Facts
-from ..extract.steps import WorkStep
+from ..extract.steps import names
 from ..secrets.redact import redact
 from ..tokens.protocol import CountsTokens
 from . import schema as S
 from .draft import Draft
 from .ground import GroundingReport, SourceIndex
 from .intake import ModelItems, model_items
-from .pack import Material, clip, collapse_repeats, names, pack, read
+from .pack import Material, clip, collapse_repeats, pack, read, redacted
 from .written import WrittenState
 
 
@@ -52,19 +52,15 @@ class ClipCounter(Protocol):
     clipped_items: int
 
 
-def _unique(items: Sequence[Any], key: Any = None) -> list[Any]:
+def _unique(items: Sequence[Any], key: Callable[[Any], Any] = lambda item: item) -> list[Any]:
     """First occurrence of each item, in order."""
-    seen: set[Any] = set()
-    out = []
+    first: dict[Any, Any] = {}
     for item in items:
-        k = key(item) if key else item
-        if k not in seen:
-            seen.add(k)
-            out.append(item)
-    return out
+        first.setdefault(key(item), item)
+    return list(first.values())
 
 
-def _latest(items: Sequence[Any], key: Any = None) -> list[Any]:
+def _latest(items: Sequence[Any], key: Callable[[Any], Any] = lambda item: item) -> list[Any]:
     """Last occurrence of each item, ordered by that last occurrence (a call repeated late stays, with its
     latest outcome, when a bound later keeps only the newest entries)."""
     return list(reversed(_unique(list(reversed(items)), key)))
@@ -83,24 +79,20 @@ def _failures(facts: Facts) -> list[S.FailedAttempt]:
         seen = after.get(f.call_index)
         out.append(
             S.FailedAttempt(
-                approach=clip(redact(" ".join(f.approach.split())), S.MAX_ITEM_CHARS),
-                reason_failed=clip(redact(" ".join(f.reason_failed.split())), S.MAX_ITEM_CHARS),
-                then=clip(redact(" ".join(seen.then.split())), S.MAX_ITEM_CHARS) if seen else "",
-                resolved_by=clip(redact(seen.resolved_by), S.MAX_ITEM_CHARS) if seen else "",
+                approach=redacted(" ".join(f.approach.split())),
+                reason_failed=redacted(" ".join(f.reason_failed.split())),
+                then=redacted(" ".join(seen.then.split())) if seen else "",
+                resolved_by=redacted(seen.resolved_by) if seen else "",
             )
         )
     return out
 
 
-def _successes(facts: Facts) -> set[str]:
-    return {" ".join(e.command.split()) for e in facts.tool_events if e.outcome == "success"}
-
-
 def _resolved(previous: list[S.FailedAttempt], facts: Facts) -> list[S.FailedAttempt]:
     """An earlier summary's failures, each marked resolved when the same command succeeded since."""
-    ok = _successes(facts)
+    ok = {" ".join(e.command.split()) for e in facts.tool_events if e.outcome == "success"}
     return [
-        f.model_copy(update={"resolved_by": clip(redact(f.approach), S.MAX_ITEM_CHARS)})
+        f.model_copy(update={"resolved_by": redacted(f.approach)})
         if not f.resolved_by and " ".join(f.approach.split()) in ok
         else f
         for f in previous
@@ -117,13 +109,13 @@ def _files(previous: Sequence[S.FileChange], changed: Sequence[Any]) -> list[S.F
     out = {f.path: f for f in previous}
     for f in changed:
         old = out.pop(f.path, None)
-        now = [clip(redact(x), S.MAX_SAW_CHARS) for x in f.now]
+        now = [redacted(x, S.MAX_SAW_CHARS) for x in f.now]
         change = f.change
         if old is not None:
             now = [*old.now, *now] if f.change == "modified" else now
             change = "created" if old.change == "created" and change != "deleted" else change
         out[f.path] = S.FileChange(
-            path=clip(redact(f.path), S.MAX_TARGET_CHARS),
+            path=redacted(f.path, S.MAX_TARGET_CHARS),
             change=change,
             now=now[-S.MAX_FILE_LINES :],
             edits=f.edits + (old.edits if old else 0),
@@ -138,14 +130,6 @@ def _bounded(items: list[Any], limit: int, stats: ClipCounter, *, keep: str = "n
         stats.clipped_items += len(items) - limit
         return items[:limit] if keep == "first" else items[-limit:]
     return items
-
-
-def _material(step: WorkStep) -> Material:
-    """A work-log entry. Not redacted again: the compressor redacts the messages whole before anything is read from
-    them (a secret cut at a piece's boundary would escape a pass over the piece), and the finished summary once more
-    (``summary.redaction``)."""
-    failed = len(step.saw) - 1 if step.outcome == "error" and step.saw else None  # steps.py appends it last
-    return Material.of(step.said, list(step.code), step.ran, list(step.saw), step.outcome or "partial", failed)
 
 
 @dataclass(frozen=True)
@@ -186,9 +170,7 @@ def todo_items(todo: Sequence[tuple[str, str]] | None) -> tuple[list[str], list[
     done: list[str] = []
     left: list[str] = []
     for status, text in todo or ():
-        (done if status.lower() in DONE_STATUSES else left).append(
-            clip(redact(todo_line(status, text)), S.MAX_ITEM_CHARS)
-        )
+        (done if status.lower() in DONE_STATUSES else left).append(redacted(todo_line(status, text)))
     return done, left
 
 
@@ -259,14 +241,9 @@ def _constraints(prev: S.CompressedContext, facts: Facts) -> list[str]:
 
 def _decisions(prev: S.CompressedContext, facts: Facts, model: ModelItems) -> list[S.Decision]:
     """Earlier decisions, the agent's words before each edit (unless the model's replace them), the model's."""
-    decisions = list(prev.decisions) + [
-        S.Decision(
-            decision=clip(redact(d.decision), S.MAX_ITEM_CHARS), rationale=clip(redact(d.rationale), S.MAX_ITEM_CHARS)
-        )
-        for d in ([] if model.replaces_decisions else facts.state.decisions)
-    ]
-    decisions += model.decisions
-    return decisions
+    positional = () if model.replaces_decisions else facts.state.decisions
+    ours = [S.Decision(decision=redacted(d.decision), rationale=redacted(d.rationale)) for d in positional]
+    return [*prev.decisions, *ours, *model.decisions]
 
 
 def _failed(prev: S.CompressedContext, facts: Facts, model: ModelItems) -> list[S.FailedAttempt]:
@@ -282,8 +259,8 @@ def _tool_calls(prev: S.CompressedContext, facts: Facts) -> list[S.ToolCallSumma
     """The previous summary's tool-call entries, then one per call of the summarised part."""
     return list(prev.tool_calls_summary) + [
         S.ToolCallSummary(
-            tool=clip(redact(e.tool), S.MAX_TOOL_CHARS),
-            target=clip(redact(" ".join(e.target.split())), S.MAX_TARGET_CHARS),
+            tool=redacted(e.tool, S.MAX_TOOL_CHARS),
+            target=redacted(" ".join(e.target.split()), S.MAX_TARGET_CHARS),
             outcome=e.outcome or "partial",  # a call never answered (e.g. the final submit) did not complete
         )
         for e in facts.tool_events
@@ -295,49 +272,32 @@ def _progress(prev: S.CompressedContext, facts: Facts, model: ModelItems) -> tup
     model's."""
     done, left = todo_items(facts.todo)
     superseded = _from_a_todo_list if facts.todo is not None else lambda _: False  # a newer list replaces the older one
-    completed = [x for x in prev.task_state.completed if not superseded(x)] + done
-    completed += model.completed
-    task = _task_item(facts)
-    remaining = (
-        [x for x in prev.task_state.remaining if not superseded(x)]
-        + task
-        + left
-        + [clip(redact(x), S.MAX_ITEM_CHARS) for x in facts.state.open_items]
-        + model.remaining
-    )
+    completed = [x for x in prev.task_state.completed if not superseded(x)] + done + model.completed
+    remaining = [x for x in prev.task_state.remaining if not superseded(x)] + _task_item(facts) + left
+    remaining += [redacted(x) for x in facts.state.open_items] + model.remaining
     return completed, remaining
 
 
 def _task_item(facts: Facts) -> list[str]:
     """The task as a remaining item, unless the constraints hold its turn whole already."""
-    whole = any(
-        c.message_index == facts.task_index and facts.task.strip() in c.text for c in facts.constraint_candidates
-    )
-    return (
-        [clip("Task: " + redact(" ".join(facts.task.split())), S.MAX_ITEM_CHARS)]
-        if facts.task.strip() and not whole
-        else []
-    )
+    task = facts.task.strip()
+    if not task or any(c.message_index == facts.task_index and task in c.text for c in facts.constraint_candidates):
+        return []
+    return [clip("Task: " + redact(" ".join(facts.task.split())), S.MAX_ITEM_CHARS)]
 
 
 def _blockers(prev: S.CompressedContext, facts: Facts, model: ModelItems) -> list[str]:
     """The newest failures whose check no later run got past (not a failed read), then the model's."""
     open_failures = [f for f in facts.state.failures if not f.passed and not f.probe and f.error]
     blockers = [x for x in prev.task_state.blockers if not _resolved_item(x, facts)]
-    blockers += [clip(redact(" ".join(f.error.split())), S.MAX_ITEM_CHARS) for f in open_failures]
+    blockers += [redacted(" ".join(f.error.split())) for f in open_failures]
     return _latest(blockers)[-BLOCKERS:] + model.blockers
 
 
 def _work_material(prev: S.CompressedContext, facts: Facts, stats: ClipCounter) -> list[Material]:
     """The work log before any budget: earlier steps then this part's, repeats collapsed, within the schema's bound."""
-    return _bounded(
-        _latest(
-            collapse_repeats([Material.of_step(s) for s in prev.work_log] + [_material(s) for s in facts.steps]),
-            key=Material.key,
-        ),
-        S.MAX_STEPS,
-        stats,
-    )
+    steps = [Material.of_step(s) for s in prev.work_log] + [Material.of_step(s) for s in facts.steps]
+    return _bounded(_latest(collapse_repeats(steps), key=Material.key), S.MAX_STEPS, stats)
 
 
 def _narrative(narrative: str, words: Sequence[str]) -> str:
@@ -401,12 +361,17 @@ def fit(
     ``merge_carried``, which gives no ``known`` either)."""
 
     budget_tokens, count_text = budget.tokens, budget.counter.count_text
-    cost = functools.partial(_cost, count_text)
     steps = list(material) if material is not None else [Material.of_step(s) for s in doc.work_log]
     total = count_text(doc.to_json())
     if total <= budget_tokens:
-        return _fit_within(doc, budget, stats, steps, known, lasting)
-    cut = _Cut(doc, budget_tokens, cost, stats)
+        # Under the budget the work log keeps what adds a name, by the packer's own rule: a line whose names the
+        # rest of the summary, the lines taken before it or the messages kept verbatim show already is not paid
+        # for twice (chosen on the design splits, docs/replay.md "Lines that add no name").
+        known = _shown(doc.model_copy(update={"work_log": []}), known, lasting)
+        work_log = pack(read(steps, budget.counter), budget_tokens, budget.counter, known=known)
+        stats.clipped_items += len(steps) - len(work_log)
+        return doc.model_copy(update={"work_log": work_log})
+    cut = _Cut(doc, budget_tokens, count_text, stats)
     # The tool calls wait: they are chosen after the work log, among the calls it no longer shows.
     calls = cut.lists["tool_calls_summary"]
     cut.lists["tool_calls_summary"] = []
@@ -419,64 +384,33 @@ def fit(
     if cut.drop_oldest(("decisions",) if decisions_first else (), total) <= budget_tokens - reserve:
         work_log = list(doc.work_log)
     else:
-        cut.make_room(reserve, decisions_first, count_text)
+        cut.make_room(reserve, decisions_first)
         known = _shown(cut.build([]), known, lasting)  # what the rest of the document says is not paid twice
         work_log = _packed(read(steps, budget.counter), budget_tokens - reserve, budget, known, cut.build)
     stats.clipped_items += len(steps) - len(work_log)
-    cut.lists["tool_calls_summary"] = _uncovered_calls(
-        calls, work_log, budget_tokens, count_text, cut.build, cost, stats
-    )
+    cut.lists["tool_calls_summary"] = cut.uncovered_calls(calls, work_log)
     return cut.build(work_log)
 
 
-def _fit_within(
-    doc: S.CompressedContext,
-    budget: Budget,
-    stats: ClipCounter,
-    steps: list[Material],
-    known: set[str] | frozenset[str],
-    lasting: bool,
-) -> S.CompressedContext:
-    """``doc``, within its budget, with the lines of its work log that add a name (``fit``)."""
-    # Under the budget the work log keeps what adds a name, by the packer's own rule: a line whose names the
-    # rest of the summary, the lines taken before it or the messages kept verbatim show already is not paid
-    # for twice (chosen on the design splits, docs/replay.md "Lines that add no name").
-    known = _shown(doc.model_copy(update={"work_log": []}), known, lasting)
-    work_log = pack(read(steps, budget.counter), budget.tokens, budget.counter, known=known)
-    stats.clipped_items += len(steps) - len(work_log)
-    return doc.model_copy(update={"work_log": work_log})
+_CUT = ("tool_calls_summary", "decisions", "findings", "failed_attempts", "files")  # and the completed items
 
 
 class _Cut:
     """The lists ``fit`` cuts from a document over its budget, and the document they make with a work log."""
 
     def __init__(
-        self, doc: S.CompressedContext, budget_tokens: int, cost: Callable[[Any], int], stats: ClipCounter
+        self, doc: S.CompressedContext, budget_tokens: int, count_text: Callable[[str], int], stats: ClipCounter
     ) -> None:
-        self.doc, self.budget_tokens, self.cost, self.stats = doc, budget_tokens, cost, stats
-        self.lists: dict[str, list[Any]] = {
-            "tool_calls_summary": list(doc.tool_calls_summary),
-            "decisions": list(doc.decisions),
-            "findings": list(doc.findings),
-            "failed_attempts": list(doc.failed_attempts),
-            "completed": list(doc.task_state.completed),
-            "files": list(doc.files),
-        }
+        self.doc, self.budget_tokens, self.count_text, self.stats = doc, budget_tokens, count_text, stats
+        self.cost = functools.partial(_cost, count_text)
+        self.lists: dict[str, list[Any]] = {k: list(getattr(doc, k)) for k in _CUT}
+        self.lists["completed"] = list(doc.task_state.completed)
 
     def build(self, work_log: list[S.Step]) -> S.CompressedContext:
         """The document with the lists as cut so far and ``work_log``."""
-        lists = self.lists
-        return self.doc.model_copy(
-            update={
-                "tool_calls_summary": lists["tool_calls_summary"],
-                "decisions": lists["decisions"],
-                "findings": lists["findings"],
-                "work_log": work_log,
-                "failed_attempts": lists["failed_attempts"],
-                "task_state": self.doc.task_state.model_copy(update={"completed": lists["completed"]}),
-                "files": lists["files"],
-            }
-        )
+        task_state = self.doc.task_state.model_copy(update={"completed": self.lists["completed"]})
+        update = {k: self.lists[k] for k in _CUT} | {"work_log": work_log, "task_state": task_state}
+        return self.doc.model_copy(update=update)
 
     def drop_oldest(self, keys: tuple[str, ...], total: int) -> int:
         """Drop (and count) the oldest items of these lists, in order, while ``total`` is over the budget."""
@@ -489,9 +423,9 @@ class _Cut:
                 self.stats.clipped_items += 1
         return total
 
-    def make_room(self, reserve: int, decisions_first: bool, count_text: Callable[[str], int]) -> None:
+    def make_room(self, reserve: int, decisions_first: bool) -> None:
         """When the rest alone is over the budget less its ``reserve``: less detail, then fewer items (``fit``)."""
-        base = count_text(self.build([]).to_json())
+        base = self.count_text(self.build([]).to_json())
         if base > self.budget_tokens - reserve:
             # the rest alone is over (a small window, a long run): the older failures and files say less first
             # (what failed and why, which file changed how; the rest is in the archive), then the oldest go
@@ -499,11 +433,28 @@ class _Cut:
             lean = {"then": "", "resolved_by": ""}
             self.lists["failed_attempts"] = [f.model_copy(update=lean) for f in failed[:-TOLD]] + failed[-TOLD:]
             self.lists["files"] = [f.model_copy(update={"now": []}) for f in files[:-TOLD]] + files[-TOLD:]
-            base = count_text(self.build([]).to_json())
+            base = self.count_text(self.build([]).to_json())
             # what the first cut left of the decisions stays; a model's findings, then its decisions, go after the
             # completed items
             written = () if decisions_first else ("findings", "decisions")
             self.drop_oldest(("completed", *written, "failed_attempts", "files"), base + reserve)
+
+    def uncovered_calls(self, calls: list[S.ToolCallSummary], work_log: list[S.Step]) -> list[S.ToolCallSummary]:
+        """The newest distinct calls whose target the kept work log does not show (what the agent did in the steps
+        the budget left out), as many as fit in what the budget has left; the others are counted as dropped."""
+        shown = "\n".join(step.ran for step in work_log)
+        candidates = [c for c in calls if not c.target or c.target not in shown]
+        self.stats.clipped_items += len(calls) - len(candidates)
+        room = self.budget_tokens - self.count_text(self.build(work_log).to_json())
+        kept: list[S.ToolCallSummary] = []
+        for call in reversed(candidates):
+            c = self.cost(call)
+            if c > room:
+                break
+            kept.append(call)
+            room -= c
+        self.stats.clipped_items += len(candidates) - len(kept)
+        return kept[::-1]
 
 
 def _shown(rest: S.CompressedContext, known: set[str] | frozenset[str], lasting: bool) -> set[str]:
@@ -569,29 +520,3 @@ def _packed(pieces: Any, target: int, budget: Budget, known: set[str], build: An
             break
         room += target - exact - (8 if exact > target else 0)
     return work_log
-
-
-def _uncovered_calls(
-    calls: list[S.ToolCallSummary],
-    work_log: list[S.Step],
-    budget_tokens: int,
-    count_text: Any,
-    build: Any,
-    cost: Any,
-    stats: ClipCounter,
-) -> list[S.ToolCallSummary]:
-    """The newest distinct calls whose target the kept work log does not show (what the agent did in the steps
-    the budget left out), as many as fit in what the budget has left; the others are counted as dropped."""
-    shown = "\n".join(step.ran for step in work_log)
-    candidates = [c for c in calls if not c.target or c.target not in shown]
-    stats.clipped_items += len(calls) - len(candidates)
-    room = budget_tokens - count_text(build(work_log).to_json())
-    kept: list[S.ToolCallSummary] = []
-    for call in reversed(candidates):
-        c = cost(call)
-        if c > room:
-            break
-        kept.append(call)
-        room -= c
-    stats.clipped_items += len(candidates) - len(kept)
-    return kept[::-1]

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field, replace
 
 from ..extract.calls import ADDED_LINE, REMOVED_LINE
 from ..extract.prose import SENTENCE_SPLIT
-from ..extract.steps import MAX_SAW_LINES
-from ..extract.steps import names as reused_names
+from ..extract.steps import MAX_SAW_LINES, WorkStep, names
+from ..secrets.redact import redact
 from ..tokens.protocol import CountsTokens
 from . import schema as S
 
@@ -40,14 +40,14 @@ REPEAT_SAW_LINES = MAX_SAW_LINES  # distinct lines a run of repeated calls offer
 _PATH_LINE = re.compile(r"(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|[\w-]+\.[A-Za-z]\w{0,4}")
 
 
-def names(text: str) -> set[str]:
-    """What a piece names (``extract.steps.names``): names of code, numbers, words of letters and digits."""
-    return reused_names(text)
-
-
 def clip(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters, ``…`` last when it was cut."""
     return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
+
+
+def redacted(text: str, limit: int = S.MAX_ITEM_CHARS) -> str:
+    """``text`` redacted, then ``clip``ped (a redaction marker may be longer than the secret it replaces)."""
+    return clip(redact(text), limit)
 
 
 @dataclass(frozen=True)
@@ -78,10 +78,14 @@ class Material:
         return cls(sentences, tuple(code), ran_lines, tuple(saw), outcome, failed_line, times)
 
     @classmethod
-    def of_step(cls, step: S.Step) -> Material:
-        """A step of an earlier summary (its error line, when it failed, is the last line it saw)."""
+    def of_step(cls, step: WorkStep | S.Step) -> Material:
+        """A step of the work log, or of an earlier summary (its error line, when it failed, is the last line it saw:
+        ``extract.steps`` appends it last). Not redacted again: the compressor redacts the messages whole before
+        anything is read from them (a secret cut at a piece's boundary would escape a pass over the piece), and the
+        finished summary once more (``summary.redaction``)."""
         failed = len(step.saw) - 1 if step.outcome == "error" and step.saw else None
-        return cls.of(step.said, step.code, step.ran, step.saw, step.outcome, failed, step.times)
+        times = step.times if isinstance(step, S.Step) else 1
+        return cls.of(step.said, step.code, step.ran, step.saw, step.outcome or "partial", failed, times)
 
     def key(self) -> tuple[object, ...]:
         return (self.said, self.code, self.ran, self.saw, self.times)
@@ -252,7 +256,6 @@ def pack(
     counter: CountsTokens,
     *,
     known: set[str] | frozenset[str] = frozenset(),
-    recency: float = RECENCY,
 ) -> list[S.Step]:
     """The steps of ``material`` (oldest first; or its pieces, ``read`` once for several budgets) cut to about
     ``budget`` tokens of JSON, best pieces first (see the module docstring). ``known``: names the reader has
@@ -263,18 +266,18 @@ def pack(
     r = material if isinstance(material, _Read) else read(material, counter)
     if not r.pieces:
         return []
-    chosen = _Greedy(r, recency, known).run(budget)
+    chosen = _Greedy(r, known).run(budget)
     return [r.material[k].step(c.said, c.code, c.ran, c.saw) for k, c in sorted(chosen.items())]
 
 
 class _Greedy:
     """The lazy greedy of budgeted coverage over the pieces of a work log: what is taken, and what is worth what."""
 
-    def __init__(self, r: _Read, recency: float, known: set[str] | frozenset[str]) -> None:
+    def __init__(self, r: _Read, known: set[str] | frozenset[str]) -> None:
         self.pieces, self.heads, self.of_step = r.pieces, r.heads, r.of_step
         self.overhead = r.overhead
         n = len(r.material)
-        self.weight = [recency ** (n - 1 - k) for k in range(n)]
+        self.weight = [RECENCY ** (n - 1 - k) for k in range(n)]
         self.covered = set(known)
         self.chosen: dict[int, _Chosen] = {}
         self.taken: set[int] = set()

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 from ..history.conventions import is_tool_output
 from ..history.messages import Message
+from .pack import clip
 
 OUTPUT_LINES = (30, 10)  # a tool output's first and last lines kept
 TEXT_LINES = (60, 20)  # the agent's and the people's texts: longer, they are what the model reads for judgement
@@ -23,9 +24,9 @@ ARGUMENT_LINES = (20, 5)  # a file written through a call
 LINE_CHARS = 400
 
 
-def cut_lines(text: str, head: int, tail: int, line_chars: int = LINE_CHARS) -> str:
-    """``text`` with its middle lines out (a marker says how many) and each line cut to ``line_chars``."""
-    lines = [ln if len(ln) <= line_chars else ln[: line_chars - 1] + "…" for ln in text.rstrip().split("\n")]
+def cut_lines(text: str, head: int, tail: int) -> str:
+    """``text`` with its middle lines out (a marker says how many) and each line cut to ``LINE_CHARS``."""
+    lines = [clip(ln, LINE_CHARS) for ln in text.rstrip().split("\n")]
     if len(lines) > head + tail + 1:
         lines = [*lines[:head], f"[… {len(lines) - head - tail} lines cut …]", *lines[len(lines) - tail :]]
     return "\n".join(lines)
@@ -47,13 +48,13 @@ def _arguments(raw: str) -> str:
     return "\n".join(out)
 
 
-def blocks(messages: Sequence[Message], numbers: Sequence[int] | None = None) -> list[str]:
+def blocks(messages: Sequence[Message], numbers: Sequence[int]) -> list[str]:
     """One block of text per message, headed by its number (``numbers``: their indices in the history)."""
     out = []
     for k, m in enumerate(messages):
         output = is_tool_output(messages, k)
         role = "tool output" if output else m.role
-        head = f"### [{numbers[k] if numbers is not None else k}] {role}"
+        head = f"### [{numbers[k]}] {role}"
         head += f" (result of {m.tool_call_id})" if m.tool_call_id else ""
         parts = [head]
         if m.text.strip():

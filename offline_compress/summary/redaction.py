@@ -9,20 +9,14 @@ The pass is idempotent (``[REDACTED:kind]`` is not a secret).
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import operator
 
 from pydantic import ValidationError
 
 from ..secrets.redact import redact_json
+from .pack import clip
 from .schema import CompressedContext
-
-
-def _clip_at(document: Any, loc: tuple[Any, ...], limit: int) -> None:
-    *path, last = loc
-    for key in path:
-        document = document[key]
-    text = document[last]
-    document[last] = text[: limit - 1] + "…"
 
 
 def redact_summary(context: CompressedContext) -> CompressedContext:
@@ -36,5 +30,7 @@ def redact_summary(context: CompressedContext) -> CompressedContext:
         if any(e["type"] != "string_too_long" for e in errors):
             raise  # only a lengthened string can fail: the input was a valid document
         for e in errors:
-            _clip_at(document, tuple(e["loc"]), int(e["ctx"]["max_length"]))
+            *path, last = e["loc"]
+            holder = functools.reduce(operator.getitem, path, document)
+            holder[last] = clip(holder[last], int(e["ctx"]["max_length"]))
     return CompressedContext.model_validate(document)

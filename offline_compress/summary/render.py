@@ -30,6 +30,8 @@ line as an empty line of the current value).
 
 from __future__ import annotations
 
+import functools
+import operator
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -156,23 +158,18 @@ def to_markdown(context: CompressedContext) -> str:
     document = context.model_dump(mode="json")
     lines = [MARKDOWN_TITLE]
     for section in SECTIONS:
-        value: Any = document
-        for key in section.path:
-            value = value[key]
+        value: Any = functools.reduce(operator.getitem, section.path, document)
         if not value:
             continue
         lines.append(f"## {section.title}")
         if section.kind == "text":
             lines += ["> " + line for line in value.split("\n")]
         elif section.kind == "strings":
-            for item in value:
-                lines += _value("- ", item, "  ")
+            lines += [line for item in value for line in _value("- ", item, "  ")]
         elif section.kind == "tool_calls":
-            for call in value:
-                lines += _tool_call(call)
+            lines += [line for call in value for line in _tool_call(call)]
         else:
-            for item in value:
-                lines += _item(section.fields, item)
+            lines += [line for item in value for line in _item(section.fields, item)]
     return "\n".join(lines)
 
 

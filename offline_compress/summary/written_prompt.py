@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from ..extract.commands import shorten
 from ..extract.facts import Facts
 from ..secrets.redact import redact
 from . import schema as S
@@ -61,8 +62,7 @@ def written_prefix(instruct: bool) -> str:
 
 
 def _line(text: str, limit: int) -> str:
-    flat = " ".join(redact(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return shorten(redact(text), limit)
 
 
 MAX_LISTED = 30  # of each kind in the checklist (the rest are counted): it must leave the region room
@@ -155,13 +155,8 @@ def check_suffix(
     """The prompt after the prefix that asks the model to check the statements ``listed`` ((kind, text), numbered
     from 1) of the state it wrote for part ``number``: that part's prompt up to the end of the part (a server's
     prompt cache keeps it from the writing), then the statements."""
-    lines = [f"{n}. ({kind}) {' '.join(text.split())}" for n, (kind, text) in enumerate(listed, start=1)]
+    lines = "\n".join(f"{n}. ({kind}) {' '.join(text.split())}" for n, (kind, text) in enumerate(listed, start=1))
     shape = '{"unsupported": [{"statement": 3, "why": "..."}]}'
-    text = (
-        _part(checklist_text, part, number, parts, so_far)
-        + "\n"
-        + CHECK
-        + "\n".join(lines)
-        + f"\n\n## The statements not supported, as JSON ({shape})\n"
-    )
+    text = f"{_part(checklist_text, part, number, parts, so_far)}\n{CHECK}{lines}\n\n"
+    text += f"## The statements not supported, as JSON ({shape})\n"
     return text + INSTRUCT_CLOSE if instruct else text
