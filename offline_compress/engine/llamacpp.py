@@ -15,7 +15,7 @@ import os
 import time
 import warnings
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -64,7 +64,7 @@ class FastGeneration(Generation):
 
 
 # FastGeneration's own fields: the loop's DecodeResult has them under the same names
-_LOOP_FIELDS = ("forced_tokens", "sampled_tokens", "decode_calls", "masks", "mask_seconds", "stop_reason")
+_LOOP_FIELDS = tuple(f.name for f in fields(FastGeneration) if f.name not in {g.name for g in fields(Generation)})
 
 
 class LlamaCppBackend:

@@ -43,7 +43,7 @@ import json
 import re
 
 from ..errors import InputError
-from ..history.messages import Message, parse_message
+from ..history.messages import Message, call_dict, parse_message
 
 FORMAT = "aider"
 
@@ -92,9 +92,8 @@ def _drop_break(line: str) -> str:
 
 
 class _Block:
-    def __init__(self, kind: str, lineno: int, command: str | None = None) -> None:
+    def __init__(self, kind: str, command: str | None = None) -> None:
         self.kind = kind  # "user" | "console" | "assistant"
-        self.lineno = lineno
         self.command = command
         self.lines: list[str] = []
 
@@ -110,14 +109,14 @@ def _blocks(lines: list[object]) -> list[_Block]:
     console_open = False  # inside a multi-line console entry that has not ended yet
     fence_open = False  # inside a fenced block of an assistant reply
 
-    def start(kind: str, lineno: int, command: str | None = None) -> _Block:
+    def start(kind: str, command: str | None = None) -> _Block:
         nonlocal current, fence_open
-        current = _Block(kind, lineno, command)
+        current = _Block(kind, command)
         fence_open = False
         blocks.append(current)
         return current
 
-    for lineno, line in enumerate(lines, start=1):
+    for line in lines:
         if line is _SEP:
             if current is not None and current.kind == "console" and console_open:
                 current.lines.append("")
@@ -147,7 +146,7 @@ def _blocks(lines: list[object]) -> list[_Block]:
         if _USER.match(line) and switch_ok:
             body = _drop_break(line[5:] if line.startswith("#### ") else line[4:])
             if current is None or current.kind != "user" or prev_blank:
-                start("user", lineno)
+                start("user")
             assert current is not None
             current.lines.append(body)
         elif _CONSOLE.match(line) and switch_ok:
@@ -156,7 +155,7 @@ def _blocks(lines: list[object]) -> list[_Block]:
                 last = blocks[-1] if blocks else None
                 if last is not None and last.kind == "user" and last.text.startswith("/"):
                     command = last.text
-                start("console", lineno, command)
+                start("console", command)
             assert current is not None
             ended = line == ">" or line.endswith("  ")  # the line holds at least ">", so it is not blank
             body = _drop_break(line) if ended else line
@@ -164,7 +163,7 @@ def _blocks(lines: list[object]) -> list[_Block]:
             console_open = not ended
         else:
             if current is None or current.kind != "assistant":
-                start("assistant", lineno)
+                start("assistant")
             assert current is not None
             current.lines.append(line)
             if _FENCE.match(line):
@@ -195,7 +194,7 @@ def load_aider(text: str, source: str) -> list[Message]:
                 arguments = json.dumps({"command": block.command}, ensure_ascii=False)
             else:
                 name, arguments = "aider", "{}"
-            call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+            call = call_dict(call_id, name, arguments)
             last = raw[-1] if raw else None
             if last is not None and last["role"] == "assistant" and "tool_calls" not in last and not block.command:
                 last["tool_calls"] = [call]

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..history.conventions import ABORTED_OUTPUT
-from ..history.messages import CALLS, ITEM_TYPES, OUTPUTS, chat_message, parse_message
+from ..history.messages import CALLS, ITEM_TYPES, OUTPUTS, call_dict, chat_message, parse_message
 from .imported import Imported
 from .openai import in_line_order, readable_lines
 
@@ -194,7 +194,7 @@ def _add_item(reading: _Reading, item_type: str | None, message: dict[str, Any])
         call_id = message["tool_call_id"]
         if call_id not in reading.calls:
             name = str(item_type).removesuffix("_output")
-            synthetic = {"id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+            synthetic = call_dict(call_id, name, "")
             raw.append({"role": "assistant", "content": None, "tool_calls": [synthetic]})
             reading.calls.add(call_id)
             reading.synthesised += 1

@@ -44,7 +44,7 @@ def readable_lines(text: str, skipped: list[str], probe: int, found: Callable[[]
     ``skipped``); it stops after ``probe`` lines while ``found()`` is false (not this format: fail fast in ``auto``).
     split("\n"), not splitlines(): JSON strings may hold U+2028 and other line separators as they are."""
     for lineno, line in enumerate(text.split("\n"), start=1):
-        if lineno > probe and not found():
+        if lineno == probe + 1 and not found():  # found() only turns true: asked once, after the probe
             break
         try:
             if line.strip():

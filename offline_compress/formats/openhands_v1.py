@@ -40,7 +40,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import InputError
-from ..history.messages import Message, parse_message
+from ..history.messages import Message, call_dict, parse_message
 from .imported import Imported
 from .openai import in_line_order, json_loads, readable_lines
 
@@ -188,7 +188,7 @@ def _tool_call(event: Mapping[str, Any]) -> dict[str, Any]:
     name = call.get("name") if isinstance(call.get("name"), str) else event.get("tool_name")
     if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
         raise _Damaged("ActionEvent whose tool call has no id or name")
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": call.get("arguments")}}
+    return call_dict(call_id, name, call.get("arguments"))
 
 
 def _message(event: Mapping[str, Any]) -> dict[str, Any]:
@@ -247,7 +247,7 @@ def _assemble(items: list[tuple[Event, dict]], *, merge_users: bool = False) -> 
         if raw["role"] == "tool" and raw["tool_call_id"] not in calls:
             call_id = f"openhands-v1-obs-{event.get('id', lineno)}"
             name = _text(event.get("tool_name")) or event["kind"]
-            synthetic = {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
+            synthetic = call_dict(call_id, name, "{}")
             messages.append({"role": "assistant", "content": None, "tool_calls": [synthetic]})
             raw = {**raw, "tool_call_id": call_id}
         calls.update(c["id"] for c in raw.get("tool_calls") or ())

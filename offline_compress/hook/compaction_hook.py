@@ -302,7 +302,7 @@ class CompactionHook:
         """The summary's token budget for ``plan`` (``summary/budget.py``)."""
         c = self.config
         region = sum(self.counter.message_counts(parsed[plan.head : plan.cut])) if c.summary_ratio is not None else 0
-        fraction, floor, ratio = c.summary_fraction, c.summary_floor_tokens, c.summary_ratio
+        fraction, floor, ratio = c.summary_fraction, self.summary_floor_tokens, c.summary_ratio
         return summary_budget(region, self.model_max_tokens, fraction=fraction, floor=floor, ratio=ratio)
 
     def _summarise(self, parsed: list[Message], plan: Plan, previous: CompressedContext | None) -> CompressionResult:

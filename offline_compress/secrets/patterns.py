@@ -332,6 +332,8 @@ def _dotenv(view: LineView) -> Iterator[Find]:
 
 def _sas_signatures(text: str) -> Iterator[Find]:
     versions = [m.start() for m in _SAS_VERSION.finditer(text)]  # one pass, then a bisection per sig=
+    if not versions:  # no sv= anywhere: no sig= can be a SAS signature, so no scan for them
+        return
     for m in _SAS_SIG.finditer(text):
         i = bisect.bisect_left(versions, m.start() - _SAS_REACH)
         if i < len(versions) and versions[i] <= m.end() + _SAS_REACH:
@@ -369,8 +371,10 @@ def find_pattern_secrets(scan: ScanText) -> Iterator[Find]:
     for kind, hints, command, flag in _COMMANDS:
         if any(h in lowered for h in hints):
             yield from _command_credentials(text, kind, command, flag)
-    view = LineView(text, scan.lines_with(CREDENTIAL_NEEDLES))  # no line: an empty view, nothing found
-    yield from _flags(view)
-    yield from _assignments(view)
-    if "=" in text:
-        yield from _dotenv(LineView(text, scan.lines_with(DOTENV_NEEDLES)))
+    # most texts have no line with a credential word: no view is built and nothing is scanned for them
+    if lines := scan.lines_with(CREDENTIAL_NEEDLES):
+        view = LineView(text, lines)
+        yield from _flags(view)
+        yield from _assignments(view)
+    if "=" in text and (lines := scan.lines_with(DOTENV_NEEDLES)):
+        yield from _dotenv(LineView(text, lines))
