@@ -176,6 +176,7 @@ def test_names_written_otherwise_than_the_source_writes_them():
     # a qualified name whose pieces one text holds; not pieces from two texts, not a lower-case dotted name
     assert source.holds("The bug is in `RectilinearGrid.__init__`, which checks types.")
     assert source.holds("RectilinearGrid.__init__ checks types.")
+    assert source.holds("RectilinearGrid.__init__() checks types.")  # written as a call
     assert source.holds("`Response.iter_content` returns bytes.")
     assert not source.holds("`Response.json` returns bytes.")
     assert not source.holds("`numpy.asarray` converts it.")

@@ -184,7 +184,7 @@ def _analyse_simple(s: Command, state: ShellState) -> _Analysis:
         target = " ".join(pos + ([f"-k {opts['-k']}"] if "-k" in opts else []))
         return _Analysis("pytest" if prog not in ("tox", "nosetests") else prog, target)
     if _PYTHON.match(prog):
-        return _analyse_python(prog, args, s, state, redirect_writes)
+        return _analyse_python(args, s, state, redirect_writes)
     if prog in _NOISE:
         if prog in ("echo", "printf") and redirect_writes:
             return _Analysis(prog, redirect_writes[0], (), redirect_writes)
@@ -334,7 +334,7 @@ def _analyse_swe_agent(prog: str, args: list[str], state: ShellState) -> _Analys
     return None
 
 
-def _analyse_python(prog: str, args: list[str], s: Command, state: ShellState, redirect_writes: list[str]) -> _Analysis:
+def _analyse_python(args: list[str], s: Command, state: ShellState, redirect_writes: list[str]) -> _Analysis:
     if args[:1] == ["-m"] and len(args) > 1:
         mod = args[1]
         if mod == "pip":

@@ -184,7 +184,7 @@ def classify_result(
             line = _error_line(body)
             if line is None:
                 # A search that finds nothing exits 1 with no message: the return code itself is the reason.
-                line = rc_match.group(0) if (read_only and rc_match) else _fallback_line(text, body, rc_match)
+                line = rc_match.group(0) if (read_only and rc_match) else _fallback_line(body, rc_match)
             return ("partial" if mixed_tests else "error"), exit_code, line
         if mixed_tests:
             return "partial", 0, _error_line(body)
@@ -206,7 +206,7 @@ def classify_result(
     return ("partial" if truncated else "success"), None, None
 
 
-def _fallback_line(text: str, body: str, rc_match: re.Match[str] | None) -> str | None:
+def _fallback_line(body: str, rc_match: re.Match[str] | None) -> str | None:
     """The first line that names an error (``npm ERR! code EAI_AGAIN``), else the last line the command printed
     that is not a harness's exit-code note, else its return code's tag, else None: an empty output (Codex's ``rg``
     that finds nothing, ``{"output": "", "metadata": {"exit_code": 1}}``) has no line to quote."""

@@ -176,7 +176,8 @@ class SourceIndex:
             return False
         counted = counted_numbers(rest)
         names = statement_names(rest)
-        qualified = {q.lower() for q in _DOTTED.findall(rest) if _qualified(q)}
+        # as statement_names gives them: a call's "()" left out
+        qualified = {q.lower().removesuffix("()") for q in _DOTTED.findall(rest) if _qualified(q)}
         for name in names:
             held = (
                 self._piece_holds(name, counted, trusted)
